@@ -1,0 +1,65 @@
+package narma
+
+import (
+	"context"
+
+	"github.com/narma-rma/narma/internal/engine"
+)
+
+// Comm is a rank's communicator: its rank, the job's size, two-sided
+// messages and collectives. Windows are created from it.
+//
+// A Comm's methods may be called from several goroutines of its rank.
+type Comm struct {
+	e   *engine.Comm
+	ctx context.Context
+}
+
+// Rank returns this rank's number, in [0, Size()).
+func (c *Comm) Rank() int { return c.e.Rank() }
+
+// Size returns the number of ranks in the job.
+func (c *Comm) Size() int { return c.e.Size() }
+
+// Context returns a context that is cancelled when the job is aborted (a
+// rank failed). Ranks that have no context of their own pass it to
+// blocking calls.
+func (c *Comm) Context() context.Context { return c.ctx }
+
+// Barrier returns once every rank has entered it.
+func (c *Comm) Barrier(ctx context.Context) error { return c.e.Barrier(ctx) }
+
+// Send sends buf to rank dest with tag (tag >= 0). The data is copied
+// before Send returns, so Send does not wait for the matching receive.
+// Messages from one rank to another with the same tag are received in the
+// order they were sent.
+func (c *Comm) Send(ctx context.Context, buf []byte, dest, tag int) error {
+	return c.e.Send(ctx, buf, dest, tag)
+}
+
+// Recv receives into buf the oldest message from src with tag; AnySource
+// and AnyTag match any. A longer message fills buf and returns an error
+// wrapping ErrTruncate; Status.Count is then the message's full length.
+func (c *Comm) Recv(ctx context.Context, buf []byte, src, tag int) (Status, error) {
+	return c.e.Recv(ctx, buf, src, tag)
+}
+
+// Probe waits for a message matching src and tag and returns its status
+// without receiving it.
+func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
+	return c.e.Probe(ctx, src, tag)
+}
+
+// Iprobe reports, without blocking, whether a message matching src and tag
+// is waiting, and its status.
+func (c *Comm) Iprobe(src, tag int) (Status, bool, error) { return c.e.Iprobe(src, tag) }
+
+// Isend starts a send and returns its request (complete at once: the data
+// is copied, as by Send).
+func (c *Comm) Isend(ctx context.Context, buf []byte, dest, tag int) (*Request, error) {
+	return c.e.Isend(ctx, buf, dest, tag)
+}
+
+// Irecv posts a receive into buf and returns its request; buf must not be
+// touched until the request completes. Free cancels it.
+func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) { return c.e.Irecv(buf, src, tag) }

@@ -1,0 +1,66 @@
+// Package narma is one-sided communication (RMA) for Go, in the model of
+// MPI-3: ranks expose memory in windows and put, get and accumulate into
+// each other's windows, synchronized by fences, post-start-complete-wait or
+// locks. It is the engine on which narma builds Notified Access, where the
+// access itself tells the target that it completed.
+//
+// A job is a set of ranks. Run starts n ranks as goroutines of this
+// process, each with its own Comm:
+//
+//	err := narma.Run(4, func(c *narma.Comm) error {
+//		ctx := c.Context()
+//		w, err := narma.Allocate[float64](ctx, c, 100) // 100 float64 per rank
+//		if err != nil {
+//			return err
+//		}
+//		w.Fence(ctx, narma.NoPrecede)
+//		w.Put([]float64{float64(c.Rank())}, (c.Rank()+1)%c.Size(), 0)
+//		w.Fence(ctx, narma.NoSucceed) // the put is now visible at its target
+//		fmt.Println(c.Rank(), w.Local()[0])
+//		return w.Free(ctx)
+//	})
+//
+// # Windows and epochs
+//
+// Allocate creates a window of library memory on every rank (Create does
+// so over memory from AllocMem). Win[T] is typed: puts, gets and
+// accumulates move []T, displacements count elements of T unless
+// WithDispUnit says otherwise, and no call needs a cast. Layout values
+// describe strided (vector) data on either side, e.g. a matrix column.
+//
+// An RMA call is legal only inside an access epoch to its target:
+//
+//   - Fence (collective): every rank's window is open to every rank between
+//     two fences;
+//   - Post/Start/Complete/Wait: a target exposes its window to a group of
+//     origins, which access it between Start and Complete;
+//   - Lock/Unlock, LockAll/UnlockAll (passive target): the target takes no
+//     part; Flush completes operations inside the epoch.
+//
+// Each mode comes in the two implementations analysed by Gropp and Thakur,
+// selected per window with WithStrategy: Immediate (synchronize first, then
+// move data as called) and Deferred (queue at the origin, do everything in
+// the closing call). Both give the same results.
+//
+// Accumulates (Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap) are
+// element-wise atomic with respect to each other, and accumulates from one
+// origin to one target are applied in issue order.
+//
+// # Errors
+//
+// Bad arguments never corrupt memory: a call with a rank, displacement,
+// length or layout out of range, an operation outside an epoch, or an
+// operation undefined on the element type returns an error wrapping one of
+// the Err* sentinels (use errors.Is), and writes nothing. Blocking calls take
+// a context.Context and return its error when it is done. If a rank fails,
+// Run aborts the others' blocking calls and returns the first failure.
+//
+// # Caveats
+//
+// Buffers passed to data-movement calls belong to narma until the
+// operation is complete: a Get's destination or a FetchAndOp's result is
+// valid only after the epoch's closing call, a Flush, or the request's Wait,
+// and a Put's source must not change before then. Local loads and stores to
+// a window follow MPI's rules: they must not conflict with RMA accesses in
+// the same epoch. A Win is used by one goroutine of its rank at a time.
+package narma

@@ -1,0 +1,63 @@
+package narma
+
+import "github.com/narma-rma/narma/internal/engine"
+
+// Errors. Every error narma returns wraps one of these (or a context
+// error), so errors.Is works; the message names the call, the rank and the
+// bad value. A call that fails this way has written nothing.
+var (
+	// ErrRank: a rank outside [0, Size).
+	ErrRank = engine.ErrRank
+	// ErrBounds: a displacement or length reaching outside the target
+	// window.
+	ErrBounds = engine.ErrBounds
+	// ErrLayout: an invalid layout, or a buffer too short for it, or
+	// origin and target layouts with different element counts.
+	ErrLayout = engine.ErrLayout
+	// ErrOp: an operation not defined on the element type (bitwise on
+	// floats, compare-and-swap on floats).
+	ErrOp = engine.ErrOp
+	// ErrType: arguments of mismatched element types.
+	ErrType = engine.ErrType
+	// ErrAlign: an atomic operation at a byte offset that is not a
+	// multiple of the element size (with a displacement unit smaller than
+	// the element).
+	ErrAlign = engine.ErrAlign
+	// ErrNotInEpoch: an RMA call to a target outside every open access
+	// epoch.
+	ErrNotInEpoch = engine.ErrNotInEpoch
+	// ErrEpoch: a synchronization call not allowed in the current state
+	// (e.g. Complete without Start, Lock during a fence epoch with
+	// operations, a request-based call outside a lock epoch).
+	ErrEpoch = engine.ErrEpoch
+	// ErrLock: lock misuse (unlock without lock, a second lock on the
+	// same target).
+	ErrLock = engine.ErrLock
+	// ErrGroup: an invalid PSCW group (rank out of range, duplicates), or
+	// a group mismatch.
+	ErrGroup = engine.ErrGroup
+	// ErrAssert: an assertion the call could check was false (NoPrecede
+	// on a fence that closes operations).
+	ErrAssert = engine.ErrAssert
+	// ErrFreed: a call on a freed window or request.
+	ErrFreed = engine.ErrFreed
+	// ErrTruncate: a received message longer than the receive buffer.
+	ErrTruncate = engine.ErrTruncate
+	// ErrTag: a negative tag where a real tag is needed.
+	ErrTag = engine.ErrTag
+	// ErrAborted: the job was aborted because another rank failed; Run
+	// returns that rank's error instead.
+	ErrAborted = engine.ErrAborted
+	// ErrPeer: a peer failed or its transport reported an error.
+	ErrPeer = engine.ErrPeer
+	// ErrNotAllocated: Create over memory that AllocMem did not return.
+	ErrNotAllocated = engine.ErrNotAlloc
+	// ErrCollective: ranks passed inconsistent arguments to a collective.
+	ErrCollective = engine.ErrCollective
+	// ErrInvalid: any other invalid argument.
+	ErrInvalid = engine.ErrInvalidArgs
+)
+
+// OpError is the error type of failed calls: the call, the rank, the bad
+// value and the sentinel (Err) that errors.Is matches.
+type OpError = engine.OpError

@@ -1,0 +1,3 @@
+module github.com/narma-rma/narma
+
+go 1.25

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/narma-rma/narma/internal/mem"
+)
+
+// Collectives run over two-sided messages in the engine's own context, so
+// they never match a user's receive. Every send is eager, so none of the
+// algorithms below can deadlock on a send; all ranks must call the same
+// collectives in the same order, as in MPI.
+const (
+	tagBarrier   = 1 // + round
+	tagBcast     = 100
+	tagReduce    = 200
+	tagAllgather = 300
+	tagRedScat   = 400
+)
+
+func (c *Comm) csend(op string, buf []byte, dest, tag int) error {
+	return c.send(op, ctxColl, buf, dest, tag)
+}
+
+func (c *Comm) crecv(ctx context.Context, op string, buf []byte, src, tag int) error {
+	st, err := c.recv(ctx, op, ctxColl, buf, src, tag)
+	if err != nil {
+		if errors.Is(err, ErrTruncate) {
+			return opErr(op, c.rank, ErrCollective, "rank %d sent %d bytes, expected %d", src, st.Count, len(buf))
+		}
+		return err
+	}
+	if st.Count != len(buf) {
+		return opErr(op, c.rank, ErrCollective, "rank %d sent %d bytes, expected %d", src, st.Count, len(buf))
+	}
+	return nil
+}
+
+// Barrier returns when every rank has entered it (dissemination
+// algorithm: ceil(log2 n) rounds of one message per rank).
+func (c *Comm) Barrier(ctx context.Context) error {
+	round := 0
+	for k := 1; k < c.size; k <<= 1 {
+		if err := c.csend("Barrier", nil, (c.rank+k)%c.size, tagBarrier+round); err != nil {
+			return err
+		}
+		if err := c.crecv(ctx, "Barrier", nil, (c.rank-k+c.size)%c.size, tagBarrier+round); err != nil {
+			return err
+		}
+		round++
+	}
+	return nil
+}
+
+// Bcast copies root's buf into buf on every rank (binomial tree). All ranks
+// pass buffers of the same length.
+func (c *Comm) Bcast(ctx context.Context, buf []byte, root int) error {
+	if err := c.checkRank("Bcast", root); err != nil {
+		return err
+	}
+	n := c.size
+	vr := (c.rank - root + n) % n
+	mask := 1
+	for mask < n {
+		if vr&mask != 0 {
+			if err := c.crecv(ctx, "Bcast", buf, (vr-mask+root)%n, tagBcast); err != nil {
+				return err
+			}
+			break
+		}
+		mask <<= 1
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if vr+mask < n {
+			if err := c.csend("Bcast", buf, (vr+mask+root)%n, tagBcast); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkReduceArgs(op string, rank int, t mem.Type, o mem.Op, nbytes int) error {
+	if !o.ValidFor(t) || o == mem.NoOp {
+		return opErr(op, rank, ErrOp, "%v on %v", o, t)
+	}
+	if nbytes%t.Size() != 0 {
+		return opErr(op, rank, ErrLayout, "%d bytes is not a whole number of %v", nbytes, t)
+	}
+	return nil
+}
+
+// Allreduce combines send from every rank element-wise with o and leaves
+// the result in recv on every rank (binomial reduction to rank 0 in a fixed
+// order, so floating-point results are identical everywhere, then Bcast).
+func (c *Comm) Allreduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op) error {
+	if err := checkReduceArgs("Allreduce", c.rank, t, o, len(send)); err != nil {
+		return err
+	}
+	if len(recv) != len(send) {
+		return opErr("Allreduce", c.rank, ErrLayout, "recv has %d bytes, send %d", len(recv), len(send))
+	}
+	acc := make([]byte, len(send))
+	copy(acc, send)
+	tmp := make([]byte, len(send))
+	for mask := 1; mask < c.size; mask <<= 1 {
+		if c.rank&mask != 0 {
+			if err := c.csend("Allreduce", acc, c.rank-mask, tagReduce); err != nil {
+				return err
+			}
+			break
+		}
+		if c.rank+mask < c.size {
+			if err := c.crecv(ctx, "Allreduce", tmp, c.rank+mask, tagReduce); err != nil {
+				return err
+			}
+			mem.Apply(o, t, acc, tmp)
+		}
+	}
+	if c.rank == 0 {
+		copy(recv, acc)
+	}
+	return c.Bcast(ctx, recv, 0)
+}
+
+// Allgather gathers len(send) bytes from every rank into recv, rank r's
+// block at r*len(send).
+func (c *Comm) Allgather(ctx context.Context, send, recv []byte) error {
+	b := len(send)
+	if len(recv) != b*c.size {
+		return opErr("Allgather", c.rank, ErrLayout, "recv has %d bytes, want %d ranks x %d", len(recv), c.size, b)
+	}
+	for d := 1; d < c.size; d++ {
+		if err := c.csend("Allgather", send, (c.rank+d)%c.size, tagAllgather); err != nil {
+			return err
+		}
+	}
+	copy(recv[c.rank*b:], send)
+	for d := 1; d < c.size; d++ {
+		src := (c.rank - d + c.size) % c.size
+		if err := c.crecv(ctx, "Allgather", recv[src*b:(src+1)*b], src, tagAllgather); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReduceScatter combines send (Size blocks of len(recv) bytes) from every
+// rank element-wise with o and leaves block r of the result in recv on rank
+// r (MPI_Reduce_scatter_block). Each rank sends one message to every other
+// rank and combines in rank order.
+func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op) error {
+	b := len(recv)
+	if err := checkReduceArgs("ReduceScatter", c.rank, t, o, b); err != nil {
+		return err
+	}
+	if len(send) != b*c.size {
+		return opErr("ReduceScatter", c.rank, ErrLayout, "send has %d bytes, want %d ranks x %d", len(send), c.size, b)
+	}
+	for d := 1; d < c.size; d++ {
+		dst := (c.rank + d) % c.size
+		if err := c.csend("ReduceScatter", send[dst*b:(dst+1)*b], dst, tagRedScat); err != nil {
+			return err
+		}
+	}
+	tmp := make([]byte, b)
+	for src := 0; src < c.size; src++ {
+		blk := tmp
+		if src == c.rank {
+			blk = send[c.rank*b : (c.rank+1)*b]
+		} else if err := c.crecv(ctx, "ReduceScatter", tmp, src, tagRedScat); err != nil {
+			return err
+		}
+		if src == 0 {
+			copy(recv, blk)
+		} else {
+			mem.Apply(o, t, recv, blk)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+// Package engine is narma's RMA engine: communicators with two-sided
+// messages and collectives, windows, the data-movement calls with their
+// argument checks, and the three MPI synchronization modes (fence,
+// post-start-complete-wait, lock) in the immediate and deferred
+// implementations analysed by Gropp and Thakur.
+//
+// The engine is built on a transport.Endpoint and nothing else: locks are
+// words in an exposed control region updated with remote atomics, PSCW and
+// fence completion travel as active messages, two-sided messages as active
+// messages matched here. The public package narma wraps this one; it never
+// sees the transport.
+package engine

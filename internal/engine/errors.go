@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. The public package re-exports them; every error the
+// engine returns wraps one of them (or a context error).
+var (
+	ErrRank        = errors.New("narma: rank out of range")
+	ErrBounds      = errors.New("narma: access outside the target window")
+	ErrLayout      = errors.New("narma: invalid layout or buffer length")
+	ErrOp          = errors.New("narma: operation not defined for the element type")
+	ErrType        = errors.New("narma: element type mismatch")
+	ErrAlign       = errors.New("narma: atomic access not aligned to the element size")
+	ErrNotInEpoch  = errors.New("narma: target not in an access epoch")
+	ErrEpoch       = errors.New("narma: call not allowed in the current epoch")
+	ErrLock        = errors.New("narma: lock misuse")
+	ErrGroup       = errors.New("narma: invalid or mismatched group")
+	ErrAssert      = errors.New("narma: assertion contradicted")
+	ErrFreed       = errors.New("narma: window or request freed")
+	ErrTruncate    = errors.New("narma: message truncated")
+	ErrTag         = errors.New("narma: invalid tag")
+	ErrAborted     = errors.New("narma: job aborted")
+	ErrPeer        = errors.New("narma: peer failed")
+	ErrNotAlloc    = errors.New("narma: memory not from the library allocator")
+	ErrCollective  = errors.New("narma: collective arguments differ between ranks")
+	ErrInvalidArgs = errors.New("narma: invalid argument")
+)
+
+// OpError describes a failed call: which call, on which rank, and why.
+type OpError struct {
+	Op     string // the call, e.g. "Put"
+	Rank   int    // the calling rank
+	Detail string // the bad value, e.g. "target 7 not in [0,4)"
+	Err    error  // a sentinel above, or a cause that wraps one
+}
+
+func (e *OpError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("%s (rank %d): %v", e.Op, e.Rank, e.Err)
+	}
+	return fmt.Sprintf("%s (rank %d): %s: %v", e.Op, e.Rank, e.Detail, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *OpError) Unwrap() error { return e.Err }
+
+func opErr(op string, rank int, err error, format string, args ...any) error {
+	d := ""
+	if format != "" {
+		d = fmt.Sprintf(format, args...)
+	}
+	return &OpError{Op: op, Rank: rank, Detail: d, Err: err}
+}

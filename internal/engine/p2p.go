@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+)
+
+// Wildcards for Recv, Irecv and Probe.
+const (
+	AnySource = -1
+	AnyTag    = -1
+)
+
+// Message contexts keep the engine's own traffic apart from the user's.
+const (
+	ctxUser uint8 = 0
+	ctxColl uint8 = 1
+)
+
+// Status describes a received or probed message.
+type Status struct {
+	Source int // the sending rank
+	Tag    int // the message tag
+	Count  int // the message length in bytes
+}
+
+// msgHeader: ctx u8, 3 bytes pad, tag i32 (little-endian).
+const msgHeaderLen = 8
+
+type message struct {
+	src  int
+	ctx  uint8
+	tag  int
+	data []byte
+}
+
+type recvReq struct {
+	src  int
+	ctx  uint8
+	tag  int
+	buf  []byte
+	done bool
+	st   Status
+	err  error
+}
+
+func matches(wantSrc, wantTag int, wantCtx uint8, src, tag int, ctx uint8) bool {
+	return ctx == wantCtx && (wantSrc == AnySource || wantSrc == src) && (wantTag == AnyTag || wantTag == tag)
+}
+
+// deliver completes r with m; the caller holds c.mu.
+func (r *recvReq) deliver(src, tag int, data []byte) {
+	n := copy(r.buf, data)
+	r.st = Status{Source: src, Tag: tag, Count: n}
+	if len(data) > len(r.buf) {
+		r.err = ErrTruncate
+		r.st.Count = len(data)
+	}
+	r.done = true
+}
+
+// handleMsg runs for every incoming two-sided message. Messages from one
+// source arrive in send order (a transport guarantee), posted receives are
+// scanned in posting order and unexpected messages kept in arrival order:
+// together that is MPI's non-overtaking rule.
+func (c *Comm) handleMsg(src int, hdr, payload []byte) {
+	if len(hdr) < msgHeaderLen {
+		return
+	}
+	ctx := hdr[0]
+	tag := int(int32(binary.LittleEndian.Uint32(hdr[4:8])))
+	c.mu.Lock()
+	for i, r := range c.posted {
+		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
+			r.deliver(src, tag, payload)
+			c.posted = append(c.posted[:i], c.posted[i+1:]...)
+			c.mu.Unlock()
+			c.sig.broadcast()
+			return
+		}
+	}
+	c.unexpected = append(c.unexpected, &message{src: src, ctx: ctx, tag: tag, data: append([]byte(nil), payload...)})
+	c.mu.Unlock()
+	c.sig.broadcast()
+}
+
+func (c *Comm) send(op string, ctx uint8, buf []byte, dest, tag int) error {
+	if err := c.checkRank(op, dest); err != nil {
+		return err
+	}
+	if tag < 0 || int64(tag) > int64(1<<31-1) {
+		return opErr(op, c.rank, ErrTag, "tag %d not in [0,2^31)", tag)
+	}
+	var hdr [msgHeaderLen]byte
+	hdr[0] = ctx
+	binary.LittleEndian.PutUint32(hdr[4:8], uint32(int32(tag)))
+	if err := c.ep.SendAM(dest, amMsg, hdr[:], buf); err != nil {
+		return opErr(op, c.rank, ErrPeer, "to rank %d: %v", dest, err)
+	}
+	return nil
+}
+
+// Send sends buf to dest with tag. The data is copied out before Send
+// returns (eager protocol), so Send never waits for the receiver.
+func (c *Comm) Send(ctx context.Context, buf []byte, dest, tag int) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr("Send", err)
+	}
+	return c.send("Send", ctxUser, buf, dest, tag)
+}
+
+func (c *Comm) checkRecvArgs(op string, src, tag int) error {
+	if src != AnySource {
+		if err := c.checkRank(op, src); err != nil {
+			return err
+		}
+	}
+	if tag != AnyTag && tag < 0 {
+		return opErr(op, c.rank, ErrTag, "tag %d is negative and not AnyTag", tag)
+	}
+	return nil
+}
+
+// post matches r against the unexpected queue or queues it.
+func (c *Comm) post(r *recvReq) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, m := range c.unexpected {
+		if matches(r.src, r.tag, r.ctx, m.src, m.tag, m.ctx) {
+			r.deliver(m.src, m.tag, m.data)
+			c.unexpected = append(c.unexpected[:i], c.unexpected[i+1:]...)
+			return
+		}
+	}
+	c.posted = append(c.posted, r)
+}
+
+// cancel removes r from the posted queue if it has not matched; it
+// reports whether r was cancelled.
+func (c *Comm) cancel(r *recvReq) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.done {
+		return false
+	}
+	for i, p := range c.posted {
+		if p == r {
+			c.posted = append(c.posted[:i], c.posted[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+func (c *Comm) recvDone(r *recvReq) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return r.done
+}
+
+func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src, tag int) (Status, error) {
+	if err := c.checkRecvArgs(op, src, tag); err != nil {
+		return Status{}, err
+	}
+	r := &recvReq{src: src, ctx: mctx, tag: tag, buf: buf}
+	c.post(r)
+	werr := c.waitRecv(ctx, r)
+	if c.cancel(r) {
+		if werr != nil {
+			return Status{}, c.ctxErr(op, werr)
+		}
+		return Status{}, opErr(op, c.rank, ErrPeer, "rank %d failed", src)
+	}
+	if r.err != nil {
+		return r.st, opErr(op, c.rank, r.err, "message of %d bytes from rank %d into buffer of %d", r.st.Count, r.st.Source, len(buf))
+	}
+	return r.st, nil
+}
+
+func (c *Comm) waitRecv(ctx context.Context, r *recvReq) error {
+	return c.wait(ctx, func() bool {
+		if c.recvDone(r) {
+			return true
+		}
+		return r.src != AnySource && c.peerFailed(r.src)
+	})
+}
+
+// Recv receives a message matching src and tag (AnySource, AnyTag match
+// anything) into buf. A message longer than buf fills buf and returns an
+// error wrapping ErrTruncate.
+func (c *Comm) Recv(ctx context.Context, buf []byte, src, tag int) (Status, error) {
+	return c.recv(ctx, "Recv", ctxUser, buf, src, tag)
+}
+
+// Iprobe reports whether a message matching src and tag is waiting, and
+// its status, without receiving it.
+func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	if err := c.checkRecvArgs("Iprobe", src, tag); err != nil {
+		return Status{}, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.unexpected {
+		if matches(src, tag, ctxUser, m.src, m.tag, m.ctx) {
+			return Status{Source: m.src, Tag: m.tag, Count: len(m.data)}, true, nil
+		}
+	}
+	return Status{}, false, nil
+}
+
+// Probe waits until a message matching src and tag is waiting and returns
+// its status without receiving it.
+func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
+	var st Status
+	var found bool
+	var err error
+	werr := c.wait(ctx, func() bool {
+		st, found, err = c.Iprobe(src, tag)
+		return found || err != nil || (src != AnySource && c.peerFailed(src))
+	})
+	if err != nil {
+		return st, err
+	}
+	if werr != nil {
+		return st, c.ctxErr("Probe", werr)
+	}
+	if !found {
+		return st, opErr("Probe", c.rank, ErrPeer, "rank %d failed", src)
+	}
+	return st, nil
+}

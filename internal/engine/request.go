@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+type reqKind uint8
+
+const (
+	reqDone reqKind = iota // complete at creation (eager send)
+	reqRecv                // a posted receive
+	reqRMA                 // a request-based RMA operation
+)
+
+// Request is a nonblocking operation in flight. A Request is used by one
+// goroutine at a time.
+type Request struct {
+	c     *Comm
+	kind  reqKind
+	op    string
+	recv  *recvReq
+	comp  transport.Completion
+	st    Status
+	err   error
+	freed bool
+}
+
+// Test reports whether the operation is complete, without blocking. Once
+// it reports true, the status and error are final.
+func (r *Request) Test() (Status, bool, error) {
+	if r == nil || r.freed {
+		return Status{}, false, opErr("Test", -1, ErrFreed, "")
+	}
+	switch r.kind {
+	case reqRecv:
+		if !r.c.recvDone(r.recv) {
+			if r.recv.src != AnySource && r.c.peerFailed(r.recv.src) && r.c.cancel(r.recv) {
+				return Status{}, true, opErr(r.op, r.c.rank, ErrPeer, "rank %d failed", r.recv.src)
+			}
+			return Status{}, false, nil
+		}
+		if r.recv.err != nil {
+			return r.recv.st, true, opErr(r.op, r.c.rank, r.recv.err, "message of %d bytes from rank %d into buffer of %d", r.recv.st.Count, r.recv.st.Source, len(r.recv.buf))
+		}
+		return r.recv.st, true, nil
+	case reqRMA:
+		if !r.comp.Complete() {
+			return Status{}, false, nil
+		}
+		if err := r.comp.Err(); err != nil {
+			return r.st, true, opErr(r.op, r.c.rank, ErrPeer, "%v", err)
+		}
+		return r.st, true, nil
+	}
+	return r.st, true, r.err
+}
+
+// Wait blocks until the operation is complete or ctx is done.
+func (r *Request) Wait(ctx context.Context) (Status, error) {
+	if r == nil || r.freed {
+		return Status{}, opErr("Wait", -1, ErrFreed, "")
+	}
+	var st Status
+	var err error
+	var done bool
+	werr := r.c.wait(ctx, func() bool {
+		st, done, err = r.Test()
+		return done
+	})
+	if werr != nil && !done {
+		return Status{}, r.c.ctxErr("Wait", werr)
+	}
+	return st, err
+}
+
+// Free releases the request. A receive that has not matched is cancelled.
+// Free of an RMA request does not cancel the operation; its completion is
+// still guaranteed by the epoch's closing call.
+func (r *Request) Free() error {
+	if r == nil || r.freed {
+		return opErr("Free", -1, ErrFreed, "request")
+	}
+	if r.kind == reqRecv {
+		r.c.cancel(r.recv)
+	}
+	r.freed = true
+	return nil
+}
+
+// Isend starts a send. With the eager protocol the data is copied out
+// before Isend returns, so the request is already complete.
+func (c *Comm) Isend(ctx context.Context, buf []byte, dest, tag int) (*Request, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, c.ctxErr("Isend", err)
+	}
+	if err := c.send("Isend", ctxUser, buf, dest, tag); err != nil {
+		return nil, err
+	}
+	return &Request{c: c, kind: reqDone, op: "Isend", st: Status{Source: c.rank, Tag: tag, Count: len(buf)}}, nil
+}
+
+// Irecv posts a receive into buf and returns at once.
+func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
+	if err := c.checkRecvArgs("Irecv", src, tag); err != nil {
+		return nil, err
+	}
+	rr := &recvReq{src: src, ctx: ctxUser, tag: tag, buf: buf}
+	c.post(rr)
+	return &Request{c: c, kind: reqRecv, op: "Irecv", recv: rr}, nil
+}

@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Kind is the kind of a data-movement operation.
+type Kind uint8
+
+// Operation kinds.
+const (
+	KindPut Kind = iota + 1
+	KindGet
+	KindAccumulate
+	KindGetAccumulate
+	KindFetchAndOp
+	KindCompareAndSwap
+)
+
+var kindNames = [...]string{"invalid", "Put", "Get", "Accumulate", "GetAccumulate", "FetchAndOp", "CompareAndSwap"}
+
+func (k Kind) String() string {
+	if k == 0 || int(k) >= len(kindNames) {
+		return "invalid"
+	}
+	return kindNames[k]
+}
+
+// Access describes one data-movement operation. Origin is the local buffer
+// (the source of a put or accumulate, the destination of a get), laid out
+// by OLayout; Result receives fetched values (GetAccumulate, FetchAndOp,
+// CompareAndSwap) with the same layout; Compare is CompareAndSwap's
+// comparand. Target memory starts Disp displacement units into the
+// target's window and is laid out by TLayout. Layouts count elements of
+// Type.
+type Access struct {
+	Kind    Kind
+	Type    mem.Type
+	Op      mem.Op
+	Origin  []byte
+	OLayout Layout
+	Result  []byte
+	Compare []byte
+	Target  int
+	Disp    int
+	TLayout Layout
+	Notice  transport.Notice
+}
+
+// rmaOp is a checked Access, ready to execute now or later.
+type rmaOp struct {
+	Access
+	off   int // byte offset at the target
+	n     int // elements
+	ol    Layout
+	tl    Layout
+	isGet bool
+	val   [8]byte // operand of FetchAndOp and CompareAndSwap, copied
+	cmp   [8]byte // comparand of CompareAndSwap, copied
+}
+
+// prepare checks a and computes its target offset and normalized layouts.
+// It writes nothing.
+func (w *Win) prepare(name string, a *Access, o *rmaOp) error {
+	rank := w.c.rank
+	o.Access = *a
+	if err := w.c.checkRank(name, a.Target); err != nil {
+		return err
+	}
+	esz := a.Type.Size()
+	if esz == 0 {
+		return opErr(name, rank, ErrType, "element type %v", a.Type)
+	}
+	atomic := a.Kind >= KindAccumulate
+	if atomic && !a.Op.ValidFor(a.Type) {
+		return opErr(name, rank, ErrOp, "%v on %v", a.Op, a.Type)
+	}
+	if a.Kind == KindCompareAndSwap && a.Type.IsFloat() {
+		// MPI allows CAS on integer (and logical/byte) types only.
+		return opErr(name, rank, ErrOp, "compare-and-swap on %v", a.Type)
+	}
+	if !a.OLayout.valid() || !a.TLayout.valid() {
+		return opErr(name, rank, ErrLayout, "origin %+v, target %+v", a.OLayout, a.TLayout)
+	}
+	// The buffer that defines the origin layout: for a GetAccumulate with
+	// NO_OP the origin is ignored and the result buffer defines it.
+	lbuf := a.Origin
+	switch {
+	case a.Kind == KindGetAccumulate && a.Op == mem.NoOp:
+		lbuf = a.Result
+	case a.Kind == KindFetchAndOp && a.Op == mem.NoOp:
+		lbuf = a.Result
+	case a.Kind == KindCompareAndSwap:
+		lbuf = a.Result
+	}
+	if a.OLayout.Contiguous() && len(lbuf)%esz != 0 {
+		return opErr(name, rank, ErrLayout, "origin of %d bytes is not a whole number of %v", len(lbuf), a.Type)
+	}
+	o.ol = a.OLayout.normalize(len(lbuf) / esz)
+	o.n = o.ol.elems()
+	if o.ol.extent()*esz > len(lbuf) {
+		return opErr(name, rank, ErrLayout, "origin layout %+v needs %d bytes, buffer has %d", a.OLayout, o.ol.extent()*esz, len(lbuf))
+	}
+	if a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap {
+		if o.n != 1 || !a.TLayout.Contiguous() {
+			return opErr(name, rank, ErrLayout, "%d elements, want 1", o.n)
+		}
+	}
+	needResult := a.Kind == KindGetAccumulate || a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap
+	if needResult && len(a.Result) < o.ol.extent()*esz {
+		return opErr(name, rank, ErrLayout, "result buffer of %d bytes, need %d", len(a.Result), o.ol.extent()*esz)
+	}
+	if a.Kind == KindCompareAndSwap && (len(a.Compare) < esz || len(a.Origin) < esz) {
+		return opErr(name, rank, ErrLayout, "compare/swap values of %d/%d bytes, need %d", len(a.Compare), len(a.Origin), esz)
+	}
+	if (a.Kind == KindAccumulate || a.Kind == KindGetAccumulate) && a.Op != mem.NoOp && len(a.Origin) < o.ol.extent()*esz {
+		return opErr(name, rank, ErrLayout, "origin of %d bytes, need %d", len(a.Origin), o.ol.extent()*esz)
+	}
+	o.tl = a.TLayout.normalize(o.n)
+	if o.tl.elems() != o.n {
+		return opErr(name, rank, ErrLayout, "target layout %+v holds %d elements, origin %d", a.TLayout, o.tl.elems(), o.n)
+	}
+	size, unit := w.sizes[a.Target], w.units[a.Target]
+	if a.Disp < 0 || a.Disp > size/unit {
+		return opErr(name, rank, ErrBounds, "displacement %d outside window of %d bytes (unit %d) at rank %d", a.Disp, size, unit, a.Target)
+	}
+	o.off = a.Disp * unit
+	if ext := o.tl.extent() * esz; o.off+ext > size {
+		return opErr(name, rank, ErrBounds, "%d bytes at displacement %d (byte %d) exceed window of %d bytes at rank %d", ext, a.Disp, o.off, size, a.Target)
+	}
+	if atomic && o.off%esz != 0 {
+		return opErr(name, rank, ErrAlign, "byte offset %d for %v", o.off, a.Type)
+	}
+	if a.Kind == KindFetchAndOp && a.Op != mem.NoOp {
+		if len(a.Origin) < esz {
+			return opErr(name, rank, ErrLayout, "operand of %d bytes, need %d", len(a.Origin), esz)
+		}
+		copy(o.val[:], a.Origin[:esz])
+	}
+	if a.Kind == KindCompareAndSwap {
+		copy(o.val[:], a.Origin[:esz])
+		copy(o.cmp[:], a.Compare[:esz])
+	}
+	o.isGet = a.Kind == KindGet
+	return nil
+}
+
+// exec performs o now. c may be nil.
+func (w *Win) exec(name string, o *rmaOp, c *transport.Completion) error {
+	reg := w.regions[o.Target]
+	esz := o.Type.Size()
+	if o.Kind == KindFetchAndOp || o.Kind == KindCompareAndSwap {
+		// The operands go through the window's scratch words, not o's
+		// arrays, so that o stays on the caller's stack; transports consume
+		// operands of at most 8 bytes before returning (an inject).
+		w.fval, w.fcmp = o.val, o.cmp
+		var err error
+		if o.Kind == KindCompareAndSwap {
+			err = reg.CompareSwap(o.off, o.Type, w.fcmp[:esz], w.fval[:esz], o.Result[:esz], o.Notice, c)
+		} else {
+			var src []byte
+			if o.Op != mem.NoOp {
+				src = w.fval[:esz]
+			}
+			err = reg.Accumulate(o.off, o.Op, o.Type, src, o.Result[:esz], o.Notice, c)
+		}
+		return w.transportErr(name, o, err)
+	}
+	ch := newChunker(esz, o.ol, o.tl, o.n)
+	for {
+		oo, to, n, last, ok := ch.next()
+		if !ok {
+			return nil
+		}
+		var nt transport.Notice
+		if last {
+			nt = o.Notice
+		}
+		var err error
+		switch o.Kind {
+		case KindPut:
+			err = reg.Put(o.off+to, o.Origin[oo:oo+n], nt, c)
+		case KindGet:
+			err = reg.Get(o.off+to, o.Origin[oo:oo+n], nt, c)
+		case KindAccumulate:
+			err = reg.Accumulate(o.off+to, o.Op, o.Type, o.Origin[oo:oo+n], nil, nt, c)
+		case KindGetAccumulate:
+			var src []byte
+			if o.Op != mem.NoOp {
+				src = o.Origin[oo : oo+n]
+			}
+			err = reg.Accumulate(o.off+to, o.Op, o.Type, src, o.Result[oo:oo+n], nt, c)
+		}
+		if err != nil {
+			return w.transportErr(name, o, err)
+		}
+	}
+}
+
+func (w *Win) transportErr(name string, o *rmaOp, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, transport.ErrBounds):
+		return opErr(name, w.c.rank, ErrBounds, "rank %d refused byte %d: %v", o.Target, o.off, err)
+	case errors.Is(err, transport.ErrAlign):
+		return opErr(name, w.c.rank, ErrAlign, "rank %d byte %d: %v", o.Target, o.off, err)
+	case errors.Is(err, transport.ErrNoRegion):
+		return opErr(name, w.c.rank, ErrFreed, "window at rank %d: %v", o.Target, err)
+	}
+	return opErr(name, w.c.rank, ErrPeer, "rank %d: %v", o.Target, err)
+}
+
+// Do issues a data-movement operation in the current epoch. Depending on
+// the epoch and the window's strategy it is performed at once or queued
+// until the epoch's closing call; its buffers belong to narma until the
+// operation is complete (as in MPI). Errors are reported before anything is
+// written.
+func (w *Win) Do(a *Access) error {
+	if w.fastPath(a) {
+		return w.fastErr
+	}
+	name := a.Kind.String()
+	if err := w.check(name); err != nil {
+		return err
+	}
+	var o rmaOp
+	if err := w.prepare(name, a, &o); err != nil {
+		return err
+	}
+	deferred, err := w.route(name, a.Target)
+	if err != nil {
+		return err
+	}
+	if deferred {
+		w.queue[a.Target] = append(w.queue[a.Target], o)
+		w.queued++
+		return nil
+	}
+	return w.exec(name, &o, nil)
+}
+
+// fastPath performs the commonest operation, a contiguous put or get
+// without notice to a target whose lock is held or whose epoch is
+// immediate, without building an rmaOp. It reports false, having done
+// nothing, whenever any check fails or the operation must be queued; the
+// general path then does the work and produces the error message.
+func (w *Win) fastPath(a *Access) bool {
+	if a.Kind > KindGet || w.freed || a.Notice.Kind != 0 || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
+		return false
+	}
+	t := a.Target
+	if uint(t) >= uint(len(w.sizes)) {
+		return false
+	}
+	switch {
+	case w.lockKind[t] != 0 || w.lockAll:
+		if !w.lockHeld[t] {
+			return false
+		}
+	case w.accessOn && w.accessSet[t]:
+		if w.strategy == Deferred {
+			return false
+		}
+	case w.fenceOpen:
+		if w.strategy == Deferred {
+			return false
+		}
+		w.fenceUsed = true
+	default:
+		return false
+	}
+	esz := a.Type.Size()
+	if esz == 0 || len(a.Origin)%esz != 0 {
+		return false
+	}
+	size, unit := w.sizes[t], w.units[t]
+	if a.Disp < 0 || a.Disp > size/unit || a.Disp*unit+len(a.Origin) > size {
+		return false
+	}
+	var err error
+	if a.Kind == KindPut {
+		err = w.regions[t].Put(a.Disp*unit, a.Origin, transport.Notice{}, nil)
+	} else {
+		err = w.regions[t].Get(a.Disp*unit, a.Origin, transport.Notice{}, nil)
+	}
+	w.fastErr = nil
+	if err != nil {
+		o := rmaOp{Access: *a, off: a.Disp * unit}
+		w.fastErr = w.transportErr(a.Kind.String(), &o, err)
+	}
+	return true
+}
+
+// DoRequest issues a request-based operation (MPI_Rput and friends). As in
+// MPI it is valid only in a passive-target (lock) epoch; the request
+// completes when the operation is complete at the origin and the target.
+func (w *Win) DoRequest(a *Access) (*Request, error) {
+	name := "R" + a.Kind.String()
+	if err := w.check(name); err != nil {
+		return nil, err
+	}
+	var o rmaOp
+	if err := w.prepare(name, a, &o); err != nil {
+		return nil, err
+	}
+	t := a.Target
+	if w.lockKind[t] == 0 && !w.lockAll {
+		return nil, opErr(name, w.c.rank, ErrEpoch, "request-based operations need a lock epoch on rank %d", t)
+	}
+	if err := w.settle(name, bg, t); err != nil {
+		return nil, err
+	}
+	r := &Request{c: w.c, kind: reqRMA, op: name, st: Status{Source: t, Count: o.n * a.Type.Size()}}
+	if err := w.exec(name, &o, &r.comp); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// route decides whether an operation to target t runs now or is queued,
+// or reports that t is not in an access epoch.
+func (w *Win) route(name string, t int) (deferred bool, err error) {
+	switch {
+	case w.lockKind[t] != 0 || w.lockAll:
+		return !w.lockHeld[t], nil
+	case w.accessOn && w.accessSet[t]:
+		return w.strategy == Deferred, nil
+	case w.fenceOpen:
+		w.fenceUsed = true
+		return w.strategy == Deferred, nil
+	}
+	return false, opErr(name, w.c.rank, ErrNotInEpoch, "rank %d", t)
+}
+
+// replay performs the operations queued for t, in issue order; with
+// getsLast, plain gets go after everything else (Gropp and Thakur's
+// deferred lock, which lets the last reply double as the unlock).
+func (w *Win) replay(name string, t int, getsLast bool) error {
+	q := w.queue[t]
+	if len(q) == 0 {
+		return nil
+	}
+	var firstErr error
+	run := func(gets bool) {
+		for i := range q {
+			if getsLast && q[i].isGet != gets {
+				continue
+			}
+			if err := w.exec(name, &q[i], nil); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	run(false)
+	if getsLast {
+		run(true)
+	}
+	clear(q)
+	w.queue[t] = q[:0]
+	w.queued -= len(q)
+	return firstErr
+}

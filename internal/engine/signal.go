@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync"
+)
+
+// signal is a broadcast wake-up: waiters take the current channel, check
+// their condition, and sleep on the channel; broadcast closes it. A channel
+// is made only when somebody waits, so state changes nobody waits for cost
+// a mutex and nothing else.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *signal) channel() <-chan struct{} {
+	s.mu.Lock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	ch := s.ch
+	s.mu.Unlock()
+	return ch
+}
+
+func (s *signal) broadcast() {
+	s.mu.Lock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+	s.mu.Unlock()
+}
+
+// spinRounds is how many times a waiter re-checks its condition, yielding
+// the processor between checks, before it sleeps on a channel. A handful of
+// yields covers the common case of a peer goroutine that is about to
+// deliver, at the cost of a few hundred nanoseconds when it is not.
+const spinRounds = 8
+
+// wait blocks until cond returns true, ctx is done or the job is aborted.
+// cond is called without locks held by wait; it must be cheap.
+func (c *Comm) wait(ctx context.Context, cond func() bool) error {
+	for i := 0; i < spinRounds; i++ {
+		if cond() {
+			return nil
+		}
+		runtime.Gosched()
+	}
+	for {
+		ch := c.sig.channel()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.abort:
+			return c.abortError()
+		}
+	}
+}

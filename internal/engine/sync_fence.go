@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/narma-rma/narma/internal/mem"
+)
+
+// Fence closes the current fence epoch and opens the next one,
+// collectively (MPI_Win_fence).
+//
+// Immediate strategy: operations were performed as called, so the fence
+// completes them (FlushAll) and then synchronizes once (Barrier): the one
+// barrier both closes the previous epoch and opens the next. NoPrecede
+// skips the flush; NoPrecede together with NoSucceed skips everything.
+//
+// Deferred strategy (Gropp and Thakur): operations were queued. The fence
+// learns with one reduce-scatter how many origins target this rank,
+// performs its own queued operations, and sends one "done" message to
+// each target it accessed; it returns when as many "done" messages arrived
+// as origins target it. No barrier is needed: a rank that nobody targets
+// and that targets nobody pays only the reduce-scatter. NoPrecede skips it
+// all (and is an error if operations were queued).
+func (w *Win) Fence(ctx context.Context, assert Assert) error {
+	if err := w.check("Fence"); err != nil {
+		return err
+	}
+	if w.accessOn || w.exposeOn {
+		return opErr("Fence", w.c.rank, ErrEpoch, "a PSCW epoch is open")
+	}
+	if w.nlocks > 0 || w.lockAll {
+		return opErr("Fence", w.c.rank, ErrEpoch, "a lock epoch is open")
+	}
+	if assert&NoPrecede != 0 && (w.fenceUsed || w.queued > 0) {
+		return opErr("Fence", w.c.rank, ErrAssert, "NoPrecede, but operations were issued in the epoch it closes")
+	}
+	var err error
+	if w.strategy == Deferred {
+		if assert&NoPrecede == 0 {
+			err = w.fenceDeferred(ctx)
+		}
+	} else if assert&(NoPrecede|NoSucceed) != NoPrecede|NoSucceed {
+		if assert&NoPrecede == 0 && w.fenceUsed {
+			if ferr := w.c.ep.FlushAll(ctx); ferr != nil {
+				err = opErr("Fence", w.c.rank, ErrPeer, "flush: %v", ferr)
+			}
+		}
+		if berr := w.c.Barrier(ctx); berr != nil && err == nil {
+			err = berr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	w.fenceOpen = assert&NoSucceed == 0
+	w.fenceUsed = false
+	return nil
+}
+
+func (w *Win) fenceDeferred(ctx context.Context) error {
+	n := w.c.size
+	counts := make([]int32, n)
+	for t := range counts {
+		if len(w.queue[t]) > 0 {
+			counts[t] = 1
+		}
+	}
+	var k [1]int32
+	if err := w.c.ReduceScatter(ctx, mem.Bytes(counts), mem.Bytes(k[:]), mem.Int32, mem.Sum); err != nil {
+		return err
+	}
+	var first error
+	for t := range counts {
+		if counts[t] == 0 {
+			continue
+		}
+		if err := w.replay("Fence", t, false); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := w.c.ep.FlushAll(ctx); err != nil && first == nil {
+		first = opErr("Fence", w.c.rank, ErrPeer, "flush: %v", err)
+	}
+	for t := range counts {
+		if counts[t] == 0 {
+			continue
+		}
+		if err := w.sendCtl("Fence", t, winFenceDone); err != nil && first == nil {
+			first = err
+		}
+	}
+	want := int(k[0])
+	err := w.c.wait(ctx, func() bool {
+		w.ctlMu.Lock()
+		defer w.ctlMu.Unlock()
+		return w.fenceDone >= want
+	})
+	if err != nil {
+		return w.c.ctxErr("Fence", err)
+	}
+	w.ctlMu.Lock()
+	w.fenceDone -= want
+	w.ctlMu.Unlock()
+	return first
+}

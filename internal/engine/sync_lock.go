@@ -1,0 +1,355 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Lock kinds, as stored in Win.lockKind.
+const (
+	lockShared    uint8 = 1
+	lockExclusive uint8 = 2
+	lockNoCheck   uint8 = 4 // flag: the user asserted no conflicting lock exists
+)
+
+// Assert is a bit set of MPI assertions.
+type Assert uint8
+
+// Assertions accepted by the synchronization calls. Each is a promise by
+// the caller; narma uses the ones that let it skip work and checks those it
+// can check cheaply.
+const (
+	NoCheck   Assert = 1 << iota // Post/Start/Lock: the matching call is known to have happened; no lock conflicts
+	NoStore                      // Fence/Post: no local stores to the window in the preceding epoch
+	NoPut                        // Fence/Post: no puts or accumulates will target this window until the next sync
+	NoPrecede                    // Fence: no RMA operations precede this fence
+	NoSucceed                    // Fence: no RMA operations follow this fence
+)
+
+// Lock word operands, kept in the window so that passing them to the
+// transport allocates nothing.
+type lockScratch struct {
+	val  [1]uint64
+	cmp  [1]uint64
+	res  [1]uint64
+	comp transport.Completion
+}
+
+// closeIdleFence lets a lock or PSCW epoch begin after a fence that opened
+// an epoch nobody used, as MPI implementations commonly allow; an epoch
+// with operations must be closed by a fence first.
+func (w *Win) closeIdleFence(name string) error {
+	if w.fenceOpen {
+		if w.fenceUsed {
+			return opErr(name, w.c.rank, ErrEpoch, "a fence epoch with operations is open")
+		}
+		w.fenceOpen = false
+	}
+	return nil
+}
+
+// Lock starts a passive-target epoch on target: shared (kind false) or
+// exclusive. With the immediate strategy it returns once the lock is held;
+// with the deferred strategy it only records the epoch, and the lock is
+// taken by the first call that must complete an operation (Flush, Unlock,
+// a request-based operation). NoCheck skips the lock word altogether.
+func (w *Win) Lock(ctx context.Context, exclusive bool, target int, assert Assert) error {
+	if err := w.check("Lock"); err != nil {
+		return err
+	}
+	if err := w.c.checkRank("Lock", target); err != nil {
+		return err
+	}
+	if w.lockAll || w.lockKind[target] != 0 {
+		return opErr("Lock", w.c.rank, ErrLock, "rank %d is already locked", target)
+	}
+	if w.accessOn {
+		return opErr("Lock", w.c.rank, ErrEpoch, "a PSCW access epoch is open")
+	}
+	if err := w.closeIdleFence("Lock"); err != nil {
+		return err
+	}
+	kind := lockShared
+	if exclusive {
+		kind = lockExclusive
+	}
+	if assert&NoCheck != 0 {
+		kind |= lockNoCheck
+	}
+	if kind&lockNoCheck == 0 && w.strategy == Immediate {
+		if err := w.acquire(ctx, "Lock", target, kind); err != nil {
+			return err
+		}
+		w.lockHeld[target] = true
+	}
+	if kind&lockNoCheck != 0 {
+		w.lockHeld[target] = true
+	}
+	w.lockKind[target] = kind
+	w.nlocks++
+	return nil
+}
+
+// LockAll starts a shared passive-target epoch on every rank.
+func (w *Win) LockAll(ctx context.Context, assert Assert) error {
+	if err := w.check("LockAll"); err != nil {
+		return err
+	}
+	if w.lockAll || w.nlocks > 0 {
+		return opErr("LockAll", w.c.rank, ErrLock, "a lock epoch is already open")
+	}
+	if w.accessOn {
+		return opErr("LockAll", w.c.rank, ErrEpoch, "a PSCW access epoch is open")
+	}
+	if err := w.closeIdleFence("LockAll"); err != nil {
+		return err
+	}
+	w.lockAll = true
+	w.lockAllNoCheck = assert&NoCheck != 0
+	for t := range w.lockHeld {
+		if w.lockAllNoCheck {
+			w.lockHeld[t] = true
+		} else if w.strategy == Immediate {
+			if err := w.acquire(ctx, "LockAll", t, lockShared); err != nil {
+				for u := 0; u < t; u++ {
+					w.release(u, lockShared)
+					w.lockHeld[u] = false
+				}
+				w.lockAll = false
+				return err
+			}
+			w.lockHeld[t] = true
+		}
+	}
+	return nil
+}
+
+// settle brings target t of a lock epoch to the point where operations go
+// straight to the target: the lock is held and the queue is empty.
+func (w *Win) settle(name string, ctx context.Context, t int) error {
+	if w.lockHeld[t] {
+		return nil
+	}
+	kind := w.lockKind[t]
+	if w.lockAll {
+		kind = lockShared
+	}
+	if err := w.acquire(ctx, name, t, kind); err != nil {
+		return err
+	}
+	w.lockHeld[t] = true
+	return w.replay(name, t, true)
+}
+
+// Unlock completes every operation to target and ends its lock epoch.
+// With the deferred strategy and nothing queued, no lock traffic happens at
+// all; with operations queued, the lock is taken, the operations run (gets
+// last) and the lock is released.
+func (w *Win) Unlock(ctx context.Context, target int) error {
+	if err := w.check("Unlock"); err != nil {
+		return err
+	}
+	if err := w.c.checkRank("Unlock", target); err != nil {
+		return err
+	}
+	kind := w.lockKind[target]
+	if kind == 0 || w.lockAll {
+		return opErr("Unlock", w.c.rank, ErrLock, "rank %d is not locked by Lock", target)
+	}
+	err := w.finishTarget(ctx, "Unlock", target, kind)
+	w.lockKind[target] = 0
+	w.nlocks--
+	return err
+}
+
+// UnlockAll ends a LockAll epoch, completing every operation.
+func (w *Win) UnlockAll(ctx context.Context) error {
+	if err := w.check("UnlockAll"); err != nil {
+		return err
+	}
+	if !w.lockAll {
+		return opErr("UnlockAll", w.c.rank, ErrLock, "no LockAll epoch is open")
+	}
+	var first error
+	kind := lockShared
+	if w.lockAllNoCheck {
+		kind |= lockNoCheck
+	}
+	for t := range w.lockHeld {
+		if err := w.finishTarget(ctx, "UnlockAll", t, kind); err != nil && first == nil {
+			first = err
+		}
+	}
+	w.lockAll = false
+	return first
+}
+
+// finishTarget completes the operations to t and releases its lock.
+func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) error {
+	var err error
+	if !w.lockHeld[t] && len(w.queue[t]) > 0 {
+		err = w.settle(name, ctx, t)
+	}
+	if w.lockHeld[t] {
+		if w.synchronous {
+			// Nothing can be in flight; only honour the context.
+			if cerr := ctx.Err(); cerr != nil && err == nil {
+				err = w.c.ctxErr(name, cerr)
+			}
+		} else if ferr := w.c.ep.Flush(ctx, t); ferr != nil && err == nil {
+			err = opErr(name, w.c.rank, ErrPeer, "flush rank %d: %v", t, ferr)
+		}
+		if kind&lockNoCheck == 0 {
+			w.release(t, kind)
+		}
+	}
+	w.lockHeld[t] = false
+	return err
+}
+
+// Flush completes, at origin and target, every operation issued to target
+// in the current lock epoch. The lock stays held.
+func (w *Win) Flush(ctx context.Context, target int) error {
+	if err := w.check("Flush"); err != nil {
+		return err
+	}
+	if err := w.c.checkRank("Flush", target); err != nil {
+		return err
+	}
+	if w.lockKind[target] == 0 && !w.lockAll {
+		return opErr("Flush", w.c.rank, ErrEpoch, "rank %d is not locked", target)
+	}
+	return w.flush(ctx, "Flush", target)
+}
+
+func (w *Win) flush(ctx context.Context, name string, t int) error {
+	if !w.lockHeld[t] {
+		if len(w.queue[t]) == 0 {
+			return nil
+		}
+		if err := w.settle(name, ctx, t); err != nil {
+			return err
+		}
+	}
+	if err := w.c.ep.Flush(ctx, t); err != nil {
+		return opErr(name, w.c.rank, ErrPeer, "rank %d: %v", t, err)
+	}
+	return nil
+}
+
+// FlushAll flushes every locked target.
+func (w *Win) FlushAll(ctx context.Context) error {
+	if err := w.check("FlushAll"); err != nil {
+		return err
+	}
+	if w.nlocks == 0 && !w.lockAll {
+		return opErr("FlushAll", w.c.rank, ErrEpoch, "no lock epoch is open")
+	}
+	var first error
+	for t := range w.lockKind {
+		if w.lockAll || w.lockKind[t] != 0 {
+			if err := w.flush(ctx, "FlushAll", t); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// Sync synchronizes the public and private copies of the local window.
+// narma's windows are unified (there is one copy), so Sync is a memory
+// barrier: an atomic read of the window's control word.
+func (w *Win) Sync() error {
+	if err := w.check("Sync"); err != nil {
+		return err
+	}
+	mem.AtomicLoad64(w.ctl)
+	return nil
+}
+
+// acquire takes the lock word at t: exclusive by compare-and-swap from 0,
+// shared by fetch-and-add of 1, undone if an exclusive holder is present.
+// Waiting backs off from yielding to short sleeps.
+func (w *Win) acquire(ctx context.Context, name string, t int, kind uint8) error {
+	reg := w.ctlRegions[t]
+	s := &w.scratch
+	for try := 0; ; try++ {
+		var err error
+		if kind&lockExclusive != 0 {
+			s.cmp[0], s.val[0] = 0, lockExcl
+			err = reg.CompareSwap(0, mem.Uint64, mem.Bytes(s.cmp[:]), mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
+		} else {
+			s.val[0] = 1
+			err = reg.Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
+		}
+		if err == nil && !s.comp.Complete() {
+			err = s.comp.Wait(ctx)
+		}
+		if err != nil {
+			return opErr(name, w.c.rank, ErrPeer, "lock at rank %d: %v", t, err)
+		}
+		if kind&lockExclusive != 0 {
+			if s.res[0] == 0 {
+				return nil
+			}
+		} else {
+			if s.res[0]&lockExcl == 0 {
+				return nil
+			}
+			w.addLock(t, ^uint64(0)) // undo the attempt
+		}
+		if err := w.c.backoff(ctx, name, t, try); err != nil {
+			return err
+		}
+	}
+}
+
+// release gives the lock word at t back.
+func (w *Win) release(t int, kind uint8) {
+	if kind&lockExclusive != 0 {
+		w.addLock(t, ^lockExcl+1)
+	} else {
+		w.addLock(t, ^uint64(0))
+	}
+}
+
+func (w *Win) addLock(t int, delta uint64) {
+	s := &w.scratch
+	s.val[0] = delta
+	w.ctlRegions[t].Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), nil, transport.Notice{}, &s.comp)
+}
+
+// backoff waits before retry number try of a contended operation on rank
+// t: it yields for the first tries, then sleeps for growing intervals up to
+// 100µs, and gives up when ctx is done, the job aborts or t failed.
+func (c *Comm) backoff(ctx context.Context, name string, t, try int) error {
+	if c.peerFailed(t) {
+		return opErr(name, c.rank, ErrPeer, "rank %d failed", t)
+	}
+	select {
+	case <-ctx.Done():
+		return c.ctxErr(name, ctx.Err())
+	case <-c.abort:
+		return c.ctxErr(name, c.abortError())
+	default:
+	}
+	if try < 64 {
+		runtime.Gosched()
+		return nil
+	}
+	d := time.Microsecond << min(try-64, 7)
+	t0 := time.NewTimer(d)
+	defer t0.Stop()
+	select {
+	case <-t0.C:
+	case <-ctx.Done():
+		return c.ctxErr(name, ctx.Err())
+	case <-c.abort:
+		return c.ctxErr(name, c.abortError())
+	}
+	return nil
+}

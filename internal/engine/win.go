@@ -1,0 +1,296 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Strategy selects how a window implements its synchronization calls, after
+// Gropp and Thakur.
+type Strategy uint8
+
+const (
+	// StrategyDefault lets the transport decide: Immediate where data
+	// moves with loads and stores (Caps.Direct), Deferred otherwise.
+	StrategyDefault Strategy = iota
+	// Immediate synchronizes when an epoch opens and transfers each
+	// operation as it is called.
+	Immediate
+	// Deferred queues operations at the origin and does synchronization
+	// and transfer together in the closing call.
+	Deferred
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case Immediate:
+		return "immediate"
+	case Deferred:
+		return "deferred"
+	}
+	return "default"
+}
+
+// WinOptions configures a window.
+type WinOptions struct {
+	// DispUnit is the displacement unit in bytes; 0 means 1.
+	DispUnit int
+	// Strategy selects immediate or deferred synchronization.
+	Strategy Strategy
+}
+
+// ctlSize is the size of a window's control region: the lock word
+// (uint64 at offset 0) on its own cache line.
+const ctlSize = 64
+
+// Lock word layout: bit 62 is the exclusive holder, the low bits count
+// shared holders (and shared attempts in flight).
+const lockExcl = uint64(1) << 62
+
+// Window control messages (amWin).
+const (
+	winPost uint8 = iota + 1
+	winComplete
+	winFenceDone
+)
+
+// winHeader: id u32, kind u8 (little-endian).
+const winHeaderLen = 8
+
+// Win is one rank's part of a window.
+//
+// The origin-side state (epochs, queues) is used by one goroutine of the
+// rank at a time, like an MPI window under MPI_THREAD_SERIALIZED. The
+// counters of incoming control messages are guarded by ctlMu.
+type Win struct {
+	c        *Comm
+	id       uint32
+	mem      []byte
+	owned    bool // mem came from Allocate and is freed with the window
+	unit     int
+	strategy Strategy
+	ctl      []byte
+	key      transport.Key
+	ctlKey   transport.Key
+
+	regions    []transport.Region // data region of each rank
+	ctlRegions []transport.Region // control region of each rank
+	sizes      []int              // window size of each rank, bytes
+	units      []int              // displacement unit of each rank
+
+	freed bool
+
+	// origin-side epoch state
+	fenceOpen      bool // a fence epoch is open (last fence had no NOSUCCEED)
+	fenceUsed      bool // an operation was issued in the open fence epoch
+	access         []int
+	accessSet      []bool // target is in the current PSCW access group
+	accessOn       bool
+	accessNoCheck  bool
+	postsTaken     bool
+	exposeGrp      []int
+	exposeOn       bool
+	lockKind       []uint8 // per target: 0, lockShared or lockExclusive
+	lockHeld       []bool  // per target: the lock word is held at the target
+	lockAll        bool
+	lockAllNoCheck bool
+	nlocks         int
+	scratch        lockScratch
+	fval, fcmp     [8]byte   // operands of the single-element atomics in flight
+	fastErr        error     // result of the last fastPath call
+	synchronous    bool      // the transport completes operations on return
+	queue          [][]rmaOp // deferred operations per target
+	queued         int
+
+	ctlMu     sync.Mutex
+	posts     []int // post messages received, per origin
+	completes []int // complete messages received, per origin
+	fenceDone int   // fence-done messages received
+}
+
+// Allocate creates a window over size bytes of library memory, collectively.
+func (c *Comm) Allocate(ctx context.Context, size int, opt WinOptions) (*Win, error) {
+	if size < 0 {
+		return nil, opErr("Allocate", c.rank, ErrInvalidArgs, "size %d", size)
+	}
+	return c.create(ctx, "Allocate", mem.Alloc(size), true, opt)
+}
+
+// Create creates a window over buf, collectively. buf must come from the
+// library's allocator (mem.Alloc), so that it is aligned for atomics and,
+// on transports that share memory between processes, mapped.
+func (c *Comm) Create(ctx context.Context, buf []byte, opt WinOptions) (*Win, error) {
+	if len(buf) > 0 && !mem.Owns(buf) {
+		return nil, opErr("Create", c.rank, ErrNotAlloc, "buffer at %#x of %d bytes", mem.Addr(buf), len(buf))
+	}
+	if len(buf) == 0 {
+		buf = mem.Alloc(0)
+	}
+	return c.create(ctx, "Create", buf, false, opt)
+}
+
+func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, opt WinOptions) (*Win, error) {
+	if opt.DispUnit < 0 {
+		return nil, opErr(op, c.rank, ErrInvalidArgs, "displacement unit %d", opt.DispUnit)
+	}
+	if opt.DispUnit == 0 {
+		opt.DispUnit = 1
+	}
+	if opt.Strategy > Deferred {
+		return nil, opErr(op, c.rank, ErrInvalidArgs, "strategy %d", opt.Strategy)
+	}
+	if opt.Strategy == StrategyDefault {
+		opt.Strategy = Deferred
+		if c.ep.Caps().Direct {
+			opt.Strategy = Immediate
+		}
+	}
+	n := c.size
+	w := &Win{
+		c: c, mem: buf, owned: owned, unit: opt.DispUnit, strategy: opt.Strategy,
+		ctl:         mem.Alloc(ctlSize),
+		synchronous: c.ep.Caps().Synchronous,
+		regions:     make([]transport.Region, n),
+		ctlRegions:  make([]transport.Region, n),
+		sizes:       make([]int, n),
+		units:       make([]int, n),
+		accessSet:   make([]bool, n),
+		lockKind:    make([]uint8, n),
+		lockHeld:    make([]bool, n),
+		queue:       make([][]rmaOp, n),
+		posts:       make([]int, n),
+		completes:   make([]int, n),
+	}
+	var err error
+	if w.key, err = c.ep.Expose(buf); err != nil {
+		return nil, opErr(op, c.rank, ErrInvalidArgs, "expose: %v", err)
+	}
+	if w.ctlKey, err = c.ep.Expose(w.ctl); err != nil {
+		c.ep.Unexpose(w.key)
+		return nil, opErr(op, c.rank, ErrInvalidArgs, "expose: %v", err)
+	}
+	c.winMu.Lock()
+	w.id = c.nextWin
+	c.nextWin++
+	c.wins[w.id] = w
+	c.winMu.Unlock()
+
+	const infoLen = 40
+	var info [infoLen]byte
+	binary.LittleEndian.PutUint64(info[0:], uint64(w.id))
+	binary.LittleEndian.PutUint64(info[8:], uint64(w.key))
+	binary.LittleEndian.PutUint64(info[16:], uint64(len(buf)))
+	binary.LittleEndian.PutUint64(info[24:], uint64(w.ctlKey))
+	binary.LittleEndian.PutUint64(info[32:], uint64(w.unit))
+	all := make([]byte, infoLen*n)
+	fail := func(e error) (*Win, error) {
+		c.winMu.Lock()
+		delete(c.wins, w.id)
+		c.winMu.Unlock()
+		c.ep.Unexpose(w.key)
+		c.ep.Unexpose(w.ctlKey)
+		return nil, e
+	}
+	if err := c.Allgather(ctx, info[:], all); err != nil {
+		return fail(err)
+	}
+	for r := 0; r < n; r++ {
+		rec := all[r*infoLen:]
+		if id := uint32(binary.LittleEndian.Uint64(rec[0:])); id != w.id {
+			return fail(opErr(op, c.rank, ErrCollective, "rank %d creates window %d, this rank %d", r, id, w.id))
+		}
+		w.sizes[r] = int(binary.LittleEndian.Uint64(rec[16:]))
+		w.units[r] = int(binary.LittleEndian.Uint64(rec[32:]))
+		if w.regions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[8:])), w.sizes[r]); err != nil {
+			return fail(opErr(op, c.rank, ErrPeer, "region of rank %d: %v", r, err))
+		}
+		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[24:])), ctlSize); err != nil {
+			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
+		}
+	}
+	return w, nil
+}
+
+// Memory returns the local window memory.
+func (w *Win) Memory() []byte { return w.mem }
+
+// DispUnit returns the local displacement unit in bytes.
+func (w *Win) DispUnit() int { return w.unit }
+
+// Strategy returns the synchronization strategy in use.
+func (w *Win) Strategy() Strategy { return w.strategy }
+
+// Comm returns the window's communicator.
+func (w *Win) Comm() *Comm { return w.c }
+
+func (w *Win) check(op string) error {
+	if w == nil || w.freed {
+		return opErr(op, -1, ErrFreed, "window")
+	}
+	return nil
+}
+
+// Free releases the window, collectively. No epoch may be open.
+func (w *Win) Free(ctx context.Context) error {
+	if err := w.check("Free"); err != nil {
+		return err
+	}
+	if w.accessOn || w.exposeOn || w.nlocks > 0 || w.lockAll || w.queued > 0 || w.fenceUsed {
+		return opErr("Free", w.c.rank, ErrEpoch, "an epoch is still open")
+	}
+	if err := w.c.Barrier(ctx); err != nil {
+		return err
+	}
+	w.freed = true
+	c := w.c
+	c.winMu.Lock()
+	delete(c.wins, w.id)
+	c.winMu.Unlock()
+	c.ep.Unexpose(w.key)
+	c.ep.Unexpose(w.ctlKey)
+	if w.owned {
+		mem.Free(w.mem)
+	}
+	mem.Free(w.ctl)
+	return nil
+}
+
+// sendCtl sends a window control message to rank r.
+func (w *Win) sendCtl(op string, r int, kind uint8) error {
+	var hdr [winHeaderLen]byte
+	binary.LittleEndian.PutUint32(hdr[0:], w.id)
+	hdr[4] = kind
+	if err := w.c.ep.SendAM(r, amWin, hdr[:], nil); err != nil {
+		return opErr(op, w.c.rank, ErrPeer, "to rank %d: %v", r, err)
+	}
+	return nil
+}
+
+// handleWin counts incoming window control messages.
+func (c *Comm) handleWin(src int, hdr, _ []byte) {
+	if len(hdr) < winHeaderLen || src < 0 || src >= c.size {
+		return
+	}
+	id := binary.LittleEndian.Uint32(hdr[0:])
+	c.winMu.Lock()
+	w := c.wins[id]
+	c.winMu.Unlock()
+	if w == nil {
+		return
+	}
+	w.ctlMu.Lock()
+	switch hdr[4] {
+	case winPost:
+		w.posts[src]++
+	case winComplete:
+		w.completes[src]++
+	case winFenceDone:
+		w.fenceDone++
+	}
+	w.ctlMu.Unlock()
+	c.sig.broadcast()
+}

@@ -1,0 +1,187 @@
+// Package transport defines the network interface seen by narma's engine,
+// the "NIC" of the Notified Access paper: remote write, read and atomic
+// operations on exposed memory regions, each optionally carrying a small
+// notice delivered at the target after the data; remote completion (flush);
+// and an ordered active-message channel that the engine uses for its own
+// control protocols (two-sided messages, PSCW post/complete, fence counts).
+//
+// A transport knows nothing of epochs, locks, requests or matching: those
+// live in the engine, which builds them from these operations. Lock words,
+// for instance, are plain words in an exposed region that the engine updates
+// with remote atomics.
+//
+// Implementations live in subpackages (local: ranks as goroutines in one
+// process). Every implementation must pass the conformance suite in
+// transporttest.
+package transport
+
+import (
+	"context"
+	"errors"
+
+	"github.com/narma-rma/narma/internal/mem"
+)
+
+// Key names an exposed region at the rank that exposed it. Keys are
+// exchanged by the engine (as MPI exchanges rkeys) and are meaningful only
+// together with the rank that issued them.
+type Key uint64
+
+// NoticeKind says how the target of an operation is told of it.
+type NoticeKind uint8
+
+// Notice kinds. The zero NoticeKind means "no notice".
+const (
+	NoticeNone    NoticeKind = iota // plain access, the target is not told
+	NoticeTag                       // queue (source, Tag) at the target
+	NoticeCounter                   // increment counter Tag at the target
+	NoticeSignal                    // apply SignalOp with Value to the word at Offset
+)
+
+// SignalOp is the update a signal notice applies to its word.
+type SignalOp uint8
+
+// Signal operations.
+const (
+	SignalSet SignalOp = iota + 1
+	SignalAdd
+)
+
+// Notice is the small immediate value an operation may carry. It reaches
+// the target's NoticeHandler only after the operation it rides on is
+// complete at the target (data written, or read for a get). It is a plain
+// value: carrying one costs no allocation.
+type Notice struct {
+	Kind   NoticeKind
+	Op     SignalOp
+	Tag    int32  // tag (NoticeTag) or counter index (NoticeCounter)
+	Offset uint64 // byte offset of the signal word in the region (NoticeSignal)
+	Value  uint64 // signal operand (NoticeSignal)
+}
+
+// Caps describes what a transport does natively. It must match reality:
+// the conformance suite checks every advertised capability.
+type Caps struct {
+	// Name is a short name of the transport ("local", "shm", "tcp").
+	Name string
+	// Synchronous reports that Put, Get and the atomics are complete at
+	// the target when they return, so Flush has nothing to wait for.
+	Synchronous bool
+	// Direct reports that the transport accesses target memory with loads
+	// and stores (in-process or mapped), so remote atomics are coherent
+	// with the target's own atomic operations on its memory.
+	Direct bool
+	// MaxAM is the largest header+payload SendAM accepts, 0 for no limit.
+	MaxAM int
+}
+
+// AMID selects an active-message handler. The engine owns the numbering.
+type AMID uint8
+
+// MaxAMID bounds the handler table.
+const MaxAMID = 16
+
+// AMHandler runs at the target for each active message, in the order the
+// messages were sent from each source. It may run on any goroutine, must
+// not block, and must not retain hdr or payload after it returns. It may
+// call SendAM.
+type AMHandler func(src int, hdr, payload []byte)
+
+// NoticeHandler runs at the target once per notified operation, after the
+// operation is complete at the target, with the key of the region accessed.
+// Notices from one source are delivered in the order they were issued. The
+// same rules as for AMHandler apply.
+type NoticeHandler func(src int, key Key, n Notice)
+
+// FailureHandler is told that a peer failed; err says why.
+type FailureHandler func(peer int, err error)
+
+// Endpoint is one rank's view of the transport. Its methods are safe for
+// concurrent use.
+//
+// Data operations live on Region values obtained from Endpoint.Region.
+type Endpoint interface {
+	// Rank and Size give this endpoint's rank and the number of ranks.
+	Rank() int
+	Size() int
+	// Caps reports the transport's capabilities.
+	Caps() Caps
+
+	// Expose makes mem accessible to remote operations and returns its
+	// key. mem must stay valid until Unexpose; it should come from
+	// mem.Alloc so that it is aligned for atomics (and, on transports that
+	// share memory across processes, mapped).
+	Expose(mem []byte) (Key, error)
+	// Unexpose withdraws a region. Later operations on it fail with
+	// ErrNoRegion at the origin or are refused at the target.
+	Unexpose(key Key) error
+	// Region returns a handle for operations on the region key exposed by
+	// target, of the given size in bytes (as the target announced it).
+	// It may be cached for the life of the region.
+	Region(target int, key Key, size int) (Region, error)
+
+	// Flush waits until every operation this endpoint issued to target
+	// is complete at the target. FlushAll does so for every target.
+	Flush(ctx context.Context, target int) error
+	FlushAll(ctx context.Context) error
+
+	// SendAM delivers hdr and payload to target's handler id. The call
+	// copies both (or completes before returning); messages from one
+	// source to one target are handled in the order they were sent.
+	SendAM(target int, id AMID, hdr, payload []byte) error
+	// SetAMHandler installs the handler for id; it must be called before
+	// any peer can send to it (the engine installs all handlers before its
+	// first collective).
+	SetAMHandler(id AMID, h AMHandler)
+	// SetNoticeHandler installs the handler for notices.
+	SetNoticeHandler(h NoticeHandler)
+	// SetFailureHandler installs the handler told of failed peers.
+	SetFailureHandler(h FailureHandler)
+
+	// Close releases the endpoint. Operations after Close fail with
+	// ErrClosed.
+	Close() error
+}
+
+// Region is a remote memory region at one target. Offsets and lengths are
+// in bytes and must lie inside the region; atomics need offsets aligned to
+// the element size. A transport validates every access again at the target
+// (an origin is not trusted), so a bad access fails with ErrBounds and
+// writes nothing.
+//
+// Each operation is issued when the call returns. If it is not yet complete
+// (never on a Synchronous transport), the transport calls c.Add(1) before
+// returning and c.Done when it completes; c may be nil. Results (Get's dst,
+// the result buffers of the fetching atomics) are valid after completion.
+// Sources of at most 8 bytes (single-element atomics, compare and swap
+// values) are consumed before the call returns, like libfabric's inject;
+// larger sources must stay unchanged until the operation completes.
+// Operations from one origin to one target with a notice are delivered in
+// issue order; accumulates from one origin to one target are applied in
+// issue order.
+type Region interface {
+	// Size returns the region's size in bytes.
+	Size() int
+	// Put writes src at off.
+	Put(off int, src []byte, n Notice, c *Completion) error
+	// Get reads len(dst) bytes at off into dst.
+	Get(off int, dst []byte, n Notice, c *Completion) error
+	// Accumulate applies op element-wise, each element atomically:
+	// target[i] = target[i] op src[i]. If result is not nil, it receives
+	// the previous target contents (a fetching accumulate); with NoOp
+	// the target is only read.
+	Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, n Notice, c *Completion) error
+	// CompareSwap atomically replaces the element at off with swap if it
+	// equals compare; result receives the previous value.
+	CompareSwap(off int, t mem.Type, compare, swap, result []byte, n Notice, c *Completion) error
+}
+
+// Errors returned by transports.
+var (
+	ErrBounds   = errors.New("transport: access outside the region")
+	ErrNoRegion = errors.New("transport: no such region")
+	ErrClosed   = errors.New("transport: endpoint closed")
+	ErrPeer     = errors.New("transport: peer failed")
+	ErrAlign    = errors.New("transport: atomic access not aligned to the element size")
+	ErrTooLarge = errors.New("transport: active message too large")
+)

@@ -1,0 +1,82 @@
+package narma
+
+import (
+	"context"
+
+	"github.com/narma-rma/narma/internal/engine"
+)
+
+// Fence closes the current fence epoch and opens the next, collectively:
+// operations issued before it are complete and visible at their targets
+// when it returns on every rank. The first Fence opens the first epoch; a
+// Fence with NoSucceed opens none.
+func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
+	return w.e.Fence(ctx, engine.Assert(assert))
+}
+
+// Post opens an exposure epoch for the origins in group (ranks): they may
+// access this rank's window from their Start to their Complete. Post does
+// not block. Wait or Test ends the epoch.
+func (w *Win[T]) Post(group []int, assert Assert) error {
+	return w.e.Post(group, engine.Assert(assert))
+}
+
+// Start opens an access epoch to the targets in group, each of which must
+// Post a group containing this rank.
+func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
+	return w.e.Start(ctx, group, engine.Assert(assert))
+}
+
+// Complete closes the access epoch: every operation is complete at its
+// target once the target's Wait returns.
+func (w *Win[T]) Complete(ctx context.Context) error { return w.e.Complete(ctx) }
+
+// Wait closes the exposure epoch: it returns when every origin in the
+// post group has called Complete, so their operations are visible.
+func (w *Win[T]) Wait(ctx context.Context) error { return w.e.Wait(ctx) }
+
+// Test is the nonblocking Wait: it reports whether every origin has
+// completed, and if so closes the exposure epoch.
+func (w *Win[T]) Test() (bool, error) { return w.e.Test() }
+
+// Lock opens a passive-target epoch on target: Shared allows other shared
+// holders, Exclusive none. The target does not take part. NoCheck asserts
+// that no conflicting lock can exist and skips the lock word.
+func (w *Win[T]) Lock(ctx context.Context, kind LockType, target int, assert Assert) error {
+	if kind != Shared && kind != Exclusive {
+		return &OpError{Op: "Lock", Rank: w.e.Comm().Rank(), Detail: "unknown lock type", Err: ErrInvalid}
+	}
+	return w.e.Lock(ctx, kind == Exclusive, target, engine.Assert(assert))
+}
+
+// Unlock completes every operation to target (at origin and target) and
+// closes its lock epoch.
+func (w *Win[T]) Unlock(ctx context.Context, target int) error { return w.e.Unlock(ctx, target) }
+
+// LockAll opens a shared passive-target epoch on every rank.
+func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
+	return w.e.LockAll(ctx, engine.Assert(assert))
+}
+
+// UnlockAll completes every operation and closes the LockAll epoch.
+func (w *Win[T]) UnlockAll(ctx context.Context) error { return w.e.UnlockAll(ctx) }
+
+// Flush completes every operation issued to target in the current lock
+// epoch, at origin and target; the epoch stays open.
+func (w *Win[T]) Flush(ctx context.Context, target int) error { return w.e.Flush(ctx, target) }
+
+// FlushAll flushes every target of the current lock epochs.
+func (w *Win[T]) FlushAll(ctx context.Context) error { return w.e.FlushAll(ctx) }
+
+// FlushLocal completes every operation issued to target at the origin:
+// origin buffers may be reused. narma completes operations at both ends
+// together, so it is Flush.
+func (w *Win[T]) FlushLocal(ctx context.Context, target int) error { return w.e.Flush(ctx, target) }
+
+// FlushLocalAll is FlushLocal for every target: FlushAll.
+func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.e.FlushAll(ctx) }
+
+// Sync makes local stores and remote updates of this rank's window visible
+// to each other (MPI_Win_sync). narma's windows are unified, so it is a
+// memory barrier.
+func (w *Win[T]) Sync() error { return w.e.Sync() }

@@ -1,0 +1,136 @@
+package narma
+
+import (
+	"github.com/narma-rma/narma/internal/engine"
+	"github.com/narma-rma/narma/internal/mem"
+)
+
+// Elem is the set of element types windows and reductions work on: the
+// fixed-size integers and floats (and types defined on them).
+type Elem interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64
+}
+
+// Op is a reduction operation of the accumulate family and of the
+// reducing collectives.
+type Op uint8
+
+// The operations, as in MPI. The bitwise ones are defined on integer types
+// only. Replace and NoOp are for the accumulate family: Replace makes an
+// accumulate an atomic put, NoOp makes GetAccumulate and FetchAndOp an
+// atomic get.
+const (
+	Sum     = Op(mem.Sum)
+	Prod    = Op(mem.Prod)
+	Min     = Op(mem.Min)
+	Max     = Op(mem.Max)
+	Band    = Op(mem.Band)
+	Bor     = Op(mem.Bor)
+	Bxor    = Op(mem.Bxor)
+	Replace = Op(mem.Replace)
+	NoOp    = Op(mem.NoOp)
+)
+
+func (o Op) String() string { return mem.Op(o).String() }
+
+// Assert is a set of assertions a program makes to a synchronization call,
+// as MPI's assert argument; 0 asserts nothing. narma uses the assertions
+// that let it skip work and checks those it can check cheaply.
+type Assert uint8
+
+// The assertions.
+const (
+	// NoCheck (Post, Start, Lock, LockAll): the matching Post has
+	// completed before Start is called, or no other rank holds or will
+	// request a conflicting lock. Post and Start skip their messages; Lock
+	// skips the lock word. It must be given to both Post and Start.
+	NoCheck = Assert(engine.NoCheck)
+	// NoStore (Fence, Post): the window was not updated by local stores
+	// since the last synchronization. Accepted; narma's windows are
+	// coherent, so it saves nothing.
+	NoStore = Assert(engine.NoStore)
+	// NoPut (Fence, Post): the window will not be updated by puts or
+	// accumulates until the next synchronization. Accepted; saves nothing.
+	NoPut = Assert(engine.NoPut)
+	// NoPrecede (Fence): the fence closes no RMA operations; it must be
+	// given by every rank. The fence skips its flush (immediate) or all
+	// its work (deferred).
+	NoPrecede = Assert(engine.NoPrecede)
+	// NoSucceed (Fence): no RMA operations follow; it must be given by
+	// every rank. With NoPrecede as well, the fence does nothing at all.
+	NoSucceed = Assert(engine.NoSucceed)
+)
+
+// LockType is the kind of a passive-target lock.
+type LockType uint8
+
+// Lock types.
+const (
+	Shared    LockType = iota + 1 // other shared holders allowed
+	Exclusive                     // no other holder
+)
+
+// Strategy selects how a window implements its synchronization calls, after
+// Gropp and Thakur's "An Evaluation of Implementation Options for MPI
+// One-Sided Communication".
+type Strategy uint8
+
+const (
+	// StrategyDefault lets the transport choose: Immediate on the
+	// in-process transport (data moves with loads and stores, so
+	// synchronizing first is cheap and queueing would only add copies);
+	// Deferred where operations cross a network.
+	StrategyDefault = Strategy(engine.StrategyDefault)
+	// Immediate synchronizes when an epoch opens (Fence barriers, Start
+	// waits for posts, Lock takes the lock) and moves data as each
+	// operation is called.
+	Immediate = Strategy(engine.Immediate)
+	// Deferred queues operations at the origin and performs them in the
+	// closing call: a fence does one reduce-scatter of target counts
+	// instead of barriers, Start does not wait (Complete does), Lock
+	// sends nothing and Unlock takes the lock, performs the operations
+	// (gets last) and releases it.
+	Deferred = Strategy(engine.Deferred)
+)
+
+func (s Strategy) String() string { return engine.Strategy(s).String() }
+
+// Layout describes where elements lie in a buffer, counted in elements:
+// Count blocks of BlockLen elements whose starts are Stride elements apart,
+// like MPI_Type_vector. The zero Layout means contiguous: as many elements
+// as the buffer holds. Blocks may not overlap (Stride >= BlockLen).
+type Layout struct {
+	Count    int
+	BlockLen int
+	Stride   int
+}
+
+// Vector returns the layout of count blocks of blockLen elements, stride
+// elements apart. Vector(rows, 1, cols) is a column of a row-major matrix
+// with cols columns.
+func Vector(count, blockLen, stride int) Layout {
+	return Layout{Count: count, BlockLen: blockLen, Stride: stride}
+}
+
+// Contiguous is the zero Layout: every element of the buffer, in order.
+var Contiguous = Layout{}
+
+func (l Layout) engine() engine.Layout { return engine.Layout(l) }
+
+// Status describes a received or probed message, or a completed request.
+type Status = engine.Status
+
+// Request is a nonblocking operation in flight: Isend, Irecv, and the
+// request-based RMA calls. Test polls it, Wait blocks until it completes,
+// Free releases it. A Request is used by one goroutine at a time.
+type Request = engine.Request
+
+// Wildcards for Recv, Irecv, Probe and Iprobe.
+const (
+	AnySource = engine.AnySource
+	AnyTag    = engine.AnyTag
+)
+
+// Bytes returns the bytes of s without copying: a zero-copy view for
+// Send, Recv and other byte-level calls. The view aliases s.
+func Bytes[T Elem](s []T) []byte { return mem.Bytes(s) }
