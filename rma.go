@@ -14,6 +14,9 @@ import (
 // when the closing call (or a Flush) returns.
 
 func (w *Win[T]) do(a *engine.Access) error {
+	if w == nil {
+		return w.eng().Do(a)
+	}
 	a.Type = w.t
 	return w.e.Do(a)
 }
@@ -66,6 +69,9 @@ func (w *Win[T]) GetAccumulate(src, result []T, target, disp int, op Op) error {
 // element at disp, which becomes element op v. *result is valid after the
 // epoch's closing call or a Flush.
 func (w *Win[T]) FetchAndOp(v T, result *T, target, disp int, op Op) error {
+	if w == nil {
+		return w.do(nil)
+	}
 	w.scratch[0] = v
 	return w.do(&engine.Access{Kind: engine.KindFetchAndOp, Op: mem.Op(op), Origin: mem.Bytes(w.scratch[:1]), Result: mem.PtrBytes(result), Target: target, Disp: disp})
 }
@@ -74,11 +80,17 @@ func (w *Win[T]) FetchAndOp(v T, result *T, target, disp int, op Op) error {
 // it equals compare; *result receives the element's previous value. T must
 // be an integer type (ErrOp otherwise, as MPI).
 func (w *Win[T]) CompareAndSwap(compare, swap T, result *T, target, disp int) error {
+	if w == nil {
+		return w.do(nil)
+	}
 	w.scratch[0], w.scratch[1] = swap, compare
 	return w.do(&engine.Access{Kind: engine.KindCompareAndSwap, Origin: mem.Bytes(w.scratch[:1]), Compare: mem.Bytes(w.scratch[1:2]), Result: mem.PtrBytes(result), Target: target, Disp: disp})
 }
 
 func (w *Win[T]) doReq(a *engine.Access) (*Request, error) {
+	if w == nil {
+		return w.eng().DoRequest(a)
+	}
 	a.Type = w.t
 	return w.e.DoRequest(a)
 }

@@ -2,6 +2,7 @@ package narma
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/narma-rma/narma/internal/engine"
 )
@@ -11,72 +12,76 @@ import (
 // when it returns on every rank. The first Fence opens the first epoch; a
 // Fence with NoSucceed opens none.
 func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
-	return w.e.Fence(ctx, engine.Assert(assert))
+	return w.eng().Fence(ctx, engine.Assert(assert))
 }
 
 // Post opens an exposure epoch for the origins in group (ranks): they may
 // access this rank's window from their Start to their Complete. Post does
 // not block. Wait or Test ends the epoch.
 func (w *Win[T]) Post(group []int, assert Assert) error {
-	return w.e.Post(group, engine.Assert(assert))
+	return w.eng().Post(group, engine.Assert(assert))
 }
 
 // Start opens an access epoch to the targets in group, each of which must
 // Post a group containing this rank.
 func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
-	return w.e.Start(ctx, group, engine.Assert(assert))
+	return w.eng().Start(ctx, group, engine.Assert(assert))
 }
 
 // Complete closes the access epoch: every operation is complete at its
 // target once the target's Wait returns.
-func (w *Win[T]) Complete(ctx context.Context) error { return w.e.Complete(ctx) }
+func (w *Win[T]) Complete(ctx context.Context) error { return w.eng().Complete(ctx) }
 
 // Wait closes the exposure epoch: it returns when every origin in the
 // post group has called Complete, so their operations are visible.
-func (w *Win[T]) Wait(ctx context.Context) error { return w.e.Wait(ctx) }
+func (w *Win[T]) Wait(ctx context.Context) error { return w.eng().Wait(ctx) }
 
 // Test is the nonblocking Wait: it reports whether every origin has
 // completed, and if so closes the exposure epoch.
-func (w *Win[T]) Test() (bool, error) { return w.e.Test() }
+func (w *Win[T]) Test() (bool, error) { return w.eng().Test() }
 
 // Lock opens a passive-target epoch on target: Shared allows other shared
 // holders, Exclusive none. The target does not take part. NoCheck asserts
 // that no conflicting lock can exist and skips the lock word.
 func (w *Win[T]) Lock(ctx context.Context, kind LockType, target int, assert Assert) error {
 	if kind != Shared && kind != Exclusive {
-		return &OpError{Op: "Lock", Rank: w.e.Comm().Rank(), Detail: "unknown lock type", Err: ErrInvalid}
+		rank := -1
+		if e := w.eng(); e != nil {
+			rank = e.Comm().Rank()
+		}
+		return &OpError{Op: "Lock", Rank: rank, Detail: fmt.Sprintf("lock type %d", kind), Err: ErrInvalid}
 	}
-	return w.e.Lock(ctx, kind == Exclusive, target, engine.Assert(assert))
+	return w.eng().Lock(ctx, kind == Exclusive, target, engine.Assert(assert))
 }
 
 // Unlock completes every operation to target (at origin and target) and
 // closes its lock epoch.
-func (w *Win[T]) Unlock(ctx context.Context, target int) error { return w.e.Unlock(ctx, target) }
+func (w *Win[T]) Unlock(ctx context.Context, target int) error { return w.eng().Unlock(ctx, target) }
 
 // LockAll opens a shared passive-target epoch on every rank.
 func (w *Win[T]) LockAll(ctx context.Context, assert Assert) error {
-	return w.e.LockAll(ctx, engine.Assert(assert))
+	return w.eng().LockAll(ctx, engine.Assert(assert))
 }
 
 // UnlockAll completes every operation and closes the LockAll epoch.
-func (w *Win[T]) UnlockAll(ctx context.Context) error { return w.e.UnlockAll(ctx) }
+func (w *Win[T]) UnlockAll(ctx context.Context) error { return w.eng().UnlockAll(ctx) }
 
 // Flush completes every operation issued to target in the current lock
 // epoch, at origin and target; the epoch stays open.
-func (w *Win[T]) Flush(ctx context.Context, target int) error { return w.e.Flush(ctx, target) }
+func (w *Win[T]) Flush(ctx context.Context, target int) error { return w.eng().Flush(ctx, target) }
 
 // FlushAll flushes every target of the current lock epochs.
-func (w *Win[T]) FlushAll(ctx context.Context) error { return w.e.FlushAll(ctx) }
+func (w *Win[T]) FlushAll(ctx context.Context) error { return w.eng().FlushAll(ctx) }
 
 // FlushLocal completes every operation issued to target at the origin:
 // origin buffers may be reused. narma completes operations at both ends
 // together, so it is Flush.
-func (w *Win[T]) FlushLocal(ctx context.Context, target int) error { return w.e.Flush(ctx, target) }
+func (w *Win[T]) FlushLocal(ctx context.Context, target int) error { return w.eng().Flush(ctx, target) }
 
 // FlushLocalAll is FlushLocal for every target: FlushAll.
-func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.e.FlushAll(ctx) }
+func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.eng().FlushAll(ctx) }
 
 // Sync makes local stores and remote updates of this rank's window visible
 // to each other (MPI_Win_sync). narma's windows are unified, so it is a
 // memory barrier.
-func (w *Win[T]) Sync() error { return w.e.Sync() }
+func (w *Win[T]) Sync() error { return w.eng().Sync() }

@@ -104,12 +104,26 @@ func FreeMem[T Elem](s []T) error {
 // Local returns this rank's part of the window. Local loads and stores
 // follow MPI's rules: they must not conflict with RMA accesses in the same
 // epoch.
-func (w *Win[T]) Local() []T { return w.local }
+func (w *Win[T]) Local() []T {
+	if w == nil {
+		return nil
+	}
+	return w.local
+}
+
+// eng returns the engine window; nil for a nil Win, whose calls then fail
+// with ErrFreed instead of panicking.
+func (w *Win[T]) eng() *engine.Win {
+	if w == nil {
+		return nil
+	}
+	return w.e
+}
 
 // Strategy returns the synchronization strategy the window uses.
-func (w *Win[T]) Strategy() Strategy { return Strategy(w.e.Strategy()) }
+func (w *Win[T]) Strategy() Strategy { return Strategy(w.eng().Strategy()) }
 
 // Free releases the window, collectively. Every epoch must be closed. The
 // memory of an Allocate'd window is released; Create's buffer stays the
 // caller's.
-func (w *Win[T]) Free(ctx context.Context) error { return w.e.Free(ctx) }
+func (w *Win[T]) Free(ctx context.Context) error { return w.eng().Free(ctx) }

@@ -221,6 +221,9 @@ func (w *Win) transportErr(name string, o *rmaOp, err error) error {
 // operation is complete (as in MPI). Errors are reported before anything is
 // written.
 func (w *Win) Do(a *Access) error {
+	if w == nil || a == nil {
+		return opErr("Do", -1, ErrFreed, "window")
+	}
 	if w.fastPath(a) {
 		return w.fastErr
 	}
@@ -300,6 +303,9 @@ func (w *Win) fastPath(a *Access) bool {
 // MPI it is valid only in a passive-target (lock) epoch; the request
 // completes when the operation is complete at the origin and the target.
 func (w *Win) DoRequest(a *Access) (*Request, error) {
+	if w == nil || a == nil {
+		return nil, opErr("DoRequest", -1, ErrFreed, "window")
+	}
 	name := "R" + a.Kind.String()
 	if err := w.check(name); err != nil {
 		return nil, err

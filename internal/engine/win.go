@@ -222,7 +222,12 @@ func (w *Win) Memory() []byte { return w.mem }
 func (w *Win) DispUnit() int { return w.unit }
 
 // Strategy returns the synchronization strategy in use.
-func (w *Win) Strategy() Strategy { return w.strategy }
+func (w *Win) Strategy() Strategy {
+	if w == nil {
+		return StrategyDefault
+	}
+	return w.strategy
+}
 
 // Comm returns the window's communicator.
 func (w *Win) Comm() *Comm { return w.c }
