@@ -106,4 +106,3 @@ type abortError struct{ cause error }
 func (e *abortError) Error() string { return "narma: job aborted: " + e.cause.Error() }
 
 func (e *abortError) Is(target error) bool { return target == ErrAborted }
-
