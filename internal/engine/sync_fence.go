@@ -25,6 +25,9 @@ func (w *Win) Fence(ctx context.Context, assert Assert) error {
 	if err := w.check("Fence"); err != nil {
 		return err
 	}
+	if err := w.checkAssert("Fence", assert, fenceAsserts); err != nil {
+		return err
+	}
 	if w.accessOn || w.exposeOn {
 		return opErr("Fence", w.c.rank, ErrEpoch, "a PSCW epoch is open")
 	}

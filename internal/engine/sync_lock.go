@@ -30,6 +30,22 @@ const (
 	NoSucceed                    // Fence: no RMA operations follow this fence
 )
 
+// Assertions each call accepts, as in MPI.
+const (
+	fenceAsserts = NoStore | NoPut | NoPrecede | NoSucceed
+	postAsserts  = NoCheck | NoStore | NoPut
+	startAsserts = NoCheck
+	lockAsserts  = NoCheck
+)
+
+// checkAssert rejects assertion bits the call does not accept.
+func (w *Win) checkAssert(name string, a, valid Assert) error {
+	if a&^valid != 0 {
+		return opErr(name, w.c.rank, ErrInvalidArgs, "assert %#x not accepted (valid: %#x)", uint8(a), uint8(valid))
+	}
+	return nil
+}
+
 // Lock word operands, kept in the window so that passing them to the
 // transport allocates nothing.
 type lockScratch struct {
@@ -62,6 +78,9 @@ func (w *Win) Lock(ctx context.Context, exclusive bool, target int, assert Asser
 		return err
 	}
 	if err := w.c.checkRank("Lock", target); err != nil {
+		return err
+	}
+	if err := w.checkAssert("Lock", assert, lockAsserts); err != nil {
 		return err
 	}
 	if w.lockAll || w.lockKind[target] != 0 {
@@ -97,6 +116,9 @@ func (w *Win) Lock(ctx context.Context, exclusive bool, target int, assert Asser
 // LockAll starts a shared passive-target epoch on every rank.
 func (w *Win) LockAll(ctx context.Context, assert Assert) error {
 	if err := w.check("LockAll"); err != nil {
+		return err
+	}
+	if err := w.checkAssert("LockAll", assert, lockAsserts); err != nil {
 		return err
 	}
 	if w.lockAll || w.nlocks > 0 {

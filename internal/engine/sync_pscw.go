@@ -28,6 +28,9 @@ func (w *Win) Post(group []int, assert Assert) error {
 	if err := w.checkGroup("Post", group); err != nil {
 		return err
 	}
+	if err := w.checkAssert("Post", assert, postAsserts); err != nil {
+		return err
+	}
 	if w.exposeOn {
 		return opErr("Post", w.c.rank, ErrEpoch, "an exposure epoch is already open")
 	}
@@ -54,6 +57,9 @@ func (w *Win) Start(ctx context.Context, group []int, assert Assert) error {
 		return err
 	}
 	if err := w.checkGroup("Start", group); err != nil {
+		return err
+	}
+	if err := w.checkAssert("Start", assert, startAsserts); err != nil {
 		return err
 	}
 	if w.accessOn {
