@@ -50,23 +50,28 @@ type Access struct {
 	Notice  transport.Notice
 }
 
-// rmaOp is a checked Access, ready to execute now or later.
+// plan is what checking an Access derives from it.
+type plan struct {
+	off int    // byte offset at the target
+	n   int    // elements
+	ol  Layout // origin layout, normalized
+	tl  Layout // target layout, normalized
+}
+
+// rmaOp is a checked Access queued for later (deferred strategies). The
+// single-element operands are copied, since the caller's scratch words are
+// reused by the next call.
 type rmaOp struct {
 	Access
-	off   int // byte offset at the target
-	n     int // elements
-	ol    Layout
-	tl    Layout
-	isGet bool
-	val   [8]byte // operand of FetchAndOp and CompareAndSwap, copied
-	cmp   [8]byte // comparand of CompareAndSwap, copied
+	plan
+	val [8]byte // operand of FetchAndOp and CompareAndSwap
+	cmp [8]byte // comparand of CompareAndSwap
 }
 
 // prepare checks a and computes its target offset and normalized layouts.
 // It writes nothing.
-func (w *Win) prepare(name string, a *Access, o *rmaOp) error {
+func (w *Win) prepare(name string, a *Access, o *plan) error {
 	rank := w.c.rank
-	o.Access = *a
 	if err := w.c.checkRank(name, a.Target); err != nil {
 		return err
 	}
@@ -134,42 +139,30 @@ func (w *Win) prepare(name string, a *Access, o *rmaOp) error {
 	if atomic && o.off%esz != 0 {
 		return opErr(name, rank, ErrAlign, "byte offset %d for %v", o.off, a.Type)
 	}
-	if a.Kind == KindFetchAndOp && a.Op != mem.NoOp {
-		if len(a.Origin) < esz {
-			return opErr(name, rank, ErrLayout, "operand of %d bytes, need %d", len(a.Origin), esz)
-		}
-		copy(o.val[:], a.Origin[:esz])
+	if a.Kind == KindFetchAndOp && a.Op != mem.NoOp && len(a.Origin) < esz {
+		return opErr(name, rank, ErrLayout, "operand of %d bytes, need %d", len(a.Origin), esz)
 	}
-	if a.Kind == KindCompareAndSwap {
-		copy(o.val[:], a.Origin[:esz])
-		copy(o.cmp[:], a.Compare[:esz])
-	}
-	o.isGet = a.Kind == KindGet
 	return nil
 }
 
-// exec performs o now. c may be nil.
-func (w *Win) exec(name string, o *rmaOp, c *transport.Completion) error {
-	reg := w.regions[o.Target]
-	esz := o.Type.Size()
-	if o.Kind == KindFetchAndOp || o.Kind == KindCompareAndSwap {
-		// The operands go through the window's scratch words, not o's
-		// arrays, so that o stays on the caller's stack; transports consume
-		// operands of at most 8 bytes before returning (an inject).
-		w.fval, w.fcmp = o.val, o.cmp
+// exec performs a, checked into p, now. c may be nil.
+func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) error {
+	reg := w.regions[a.Target]
+	esz := a.Type.Size()
+	if a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap {
 		var err error
-		if o.Kind == KindCompareAndSwap {
-			err = reg.CompareSwap(o.off, o.Type, w.fcmp[:esz], w.fval[:esz], o.Result[:esz], o.Notice, c)
+		if a.Kind == KindCompareAndSwap {
+			err = reg.CompareSwap(p.off, a.Type, a.Compare[:esz], a.Origin[:esz], a.Result[:esz], a.Notice, c)
 		} else {
 			var src []byte
-			if o.Op != mem.NoOp {
-				src = w.fval[:esz]
+			if a.Op != mem.NoOp {
+				src = a.Origin[:esz]
 			}
-			err = reg.Accumulate(o.off, o.Op, o.Type, src, o.Result[:esz], o.Notice, c)
+			err = reg.Accumulate(p.off, a.Op, a.Type, src, a.Result[:esz], a.Notice, c)
 		}
-		return w.transportErr(name, o, err)
+		return w.transportErr(name, a.Target, p.off, err)
 	}
-	ch := newChunker(esz, o.ol, o.tl, o.n)
+	ch := newChunker(esz, p.ol, p.tl, p.n)
 	for {
 		oo, to, n, last, ok := ch.next()
 		if !ok {
@@ -177,42 +170,42 @@ func (w *Win) exec(name string, o *rmaOp, c *transport.Completion) error {
 		}
 		var nt transport.Notice
 		if last {
-			nt = o.Notice
+			nt = a.Notice
 		}
 		var err error
-		switch o.Kind {
+		switch a.Kind {
 		case KindPut:
-			err = reg.Put(o.off+to, o.Origin[oo:oo+n], nt, c)
+			err = reg.Put(p.off+to, a.Origin[oo:oo+n], nt, c)
 		case KindGet:
-			err = reg.Get(o.off+to, o.Origin[oo:oo+n], nt, c)
+			err = reg.Get(p.off+to, a.Origin[oo:oo+n], nt, c)
 		case KindAccumulate:
-			err = reg.Accumulate(o.off+to, o.Op, o.Type, o.Origin[oo:oo+n], nil, nt, c)
+			err = reg.Accumulate(p.off+to, a.Op, a.Type, a.Origin[oo:oo+n], nil, nt, c)
 		case KindGetAccumulate:
 			var src []byte
-			if o.Op != mem.NoOp {
-				src = o.Origin[oo : oo+n]
+			if a.Op != mem.NoOp {
+				src = a.Origin[oo : oo+n]
 			}
-			err = reg.Accumulate(o.off+to, o.Op, o.Type, src, o.Result[oo:oo+n], nt, c)
+			err = reg.Accumulate(p.off+to, a.Op, a.Type, src, a.Result[oo:oo+n], nt, c)
 		}
 		if err != nil {
-			return w.transportErr(name, o, err)
+			return w.transportErr(name, a.Target, p.off, err)
 		}
 	}
 }
 
-func (w *Win) transportErr(name string, o *rmaOp, err error) error {
+func (w *Win) transportErr(name string, target, off int, err error) error {
 	if err == nil {
 		return nil
 	}
 	switch {
 	case errors.Is(err, transport.ErrBounds):
-		return opErr(name, w.c.rank, ErrBounds, "rank %d refused byte %d: %v", o.Target, o.off, err)
+		return opErr(name, w.c.rank, ErrBounds, "rank %d refused byte %d: %v", target, off, err)
 	case errors.Is(err, transport.ErrAlign):
-		return opErr(name, w.c.rank, ErrAlign, "rank %d byte %d: %v", o.Target, o.off, err)
+		return opErr(name, w.c.rank, ErrAlign, "rank %d byte %d: %v", target, off, err)
 	case errors.Is(err, transport.ErrNoRegion):
-		return opErr(name, w.c.rank, ErrFreed, "window at rank %d: %v", o.Target, err)
+		return opErr(name, w.c.rank, ErrFreed, "window at rank %d: %v", target, err)
 	}
-	return opErr(name, w.c.rank, ErrPeer, "rank %d: %v", o.Target, err)
+	return opErr(name, w.c.rank, ErrPeer, "rank %d: %v", target, err)
 }
 
 // Do issues a data-movement operation in the current epoch. Depending on
@@ -231,8 +224,8 @@ func (w *Win) Do(a *Access) error {
 	if err := w.check(name); err != nil {
 		return err
 	}
-	var o rmaOp
-	if err := w.prepare(name, a, &o); err != nil {
+	var p plan
+	if err := w.prepare(name, a, &p); err != nil {
 		return err
 	}
 	deferred, err := w.route(name, a.Target)
@@ -240,11 +233,10 @@ func (w *Win) Do(a *Access) error {
 		return err
 	}
 	if deferred {
-		w.queue[a.Target] = append(w.queue[a.Target], o)
-		w.queued++
+		w.enqueue(a, &p)
 		return nil
 	}
-	return w.exec(name, &o, nil)
+	return w.exec(name, a, &p, nil)
 }
 
 // fastPath performs the commonest operation, a contiguous put or get
@@ -291,11 +283,7 @@ func (w *Win) fastPath(a *Access) bool {
 	} else {
 		err = w.regions[t].Get(a.Disp*unit, a.Origin, transport.Notice{}, nil)
 	}
-	w.fastErr = nil
-	if err != nil {
-		o := rmaOp{Access: *a, off: a.Disp * unit}
-		w.fastErr = w.transportErr(a.Kind.String(), &o, err)
-	}
+	w.fastErr = w.transportErr(a.Kind.String(), t, a.Disp*unit, err)
 	return true
 }
 
@@ -310,8 +298,8 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 	if err := w.check(name); err != nil {
 		return nil, err
 	}
-	var o rmaOp
-	if err := w.prepare(name, a, &o); err != nil {
+	var p plan
+	if err := w.prepare(name, a, &p); err != nil {
 		return nil, err
 	}
 	t := a.Target
@@ -321,11 +309,26 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 	if err := w.settle(name, bg, t); err != nil {
 		return nil, err
 	}
-	r := &Request{c: w.c, kind: reqRMA, op: name, st: Status{Source: t, Count: o.n * a.Type.Size()}}
-	if err := w.exec(name, &o, &r.comp); err != nil {
+	r := &Request{c: w.c, kind: reqRMA, op: name, st: Status{Source: t, Count: p.n * a.Type.Size()}}
+	if err := w.exec(name, a, &p, &r.comp); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// enqueue queues a checked operation for the closing call.
+func (w *Win) enqueue(a *Access, p *plan) {
+	t := a.Target
+	w.queue[t] = append(w.queue[t], rmaOp{Access: *a, plan: *p})
+	o := &w.queue[t][len(w.queue[t])-1]
+	esz := a.Type.Size()
+	if a.Kind == KindFetchAndOp && a.Op != mem.NoOp || a.Kind == KindCompareAndSwap {
+		copy(o.val[:], a.Origin[:esz])
+	}
+	if a.Kind == KindCompareAndSwap {
+		copy(o.cmp[:], a.Compare[:esz])
+	}
+	w.queued++
 }
 
 // route decides whether an operation to target t runs now or is queued,
@@ -354,10 +357,16 @@ func (w *Win) replay(name string, t int, getsLast bool) error {
 	var firstErr error
 	run := func(gets bool) {
 		for i := range q {
-			if getsLast && q[i].isGet != gets {
+			o := &q[i]
+			if getsLast && (o.Kind == KindGet) != gets {
 				continue
 			}
-			if err := w.exec(name, &q[i], nil); err != nil && firstErr == nil {
+			if o.Kind == KindFetchAndOp || o.Kind == KindCompareAndSwap {
+				// Point the operands at the copies, not at the
+				// caller's reused scratch words.
+				o.Origin, o.Compare = o.val[:], o.cmp[:]
+			}
+			if err := w.exec(name, &o.Access, &o.plan, nil); err != nil && firstErr == nil {
 				firstErr = err
 			}
 		}
