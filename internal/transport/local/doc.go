@@ -17,9 +17,9 @@
 // # Cost of an operation
 //
 // A Region handle caches the target's memory and carries one atomic state
-// word that is cleared when the handle can no longer be used: when the
-// region is withdrawn (Unexpose), when the origin closes, or when the target
-// closes or fails. An operation is one atomic load of that word, a bounds
+// word, which records why the handle stopped once it can no longer be
+// used: the region was withdrawn (Unexpose), the origin closed, or the
+// target closed or failed. An operation is one atomic load of that word, a bounds
 // (and, for atomics, alignment) check and the copy or atomic; it allocates
 // nothing. A notice adds one atomic load of the target's NoticeHandler and
 // the call.
