@@ -4,7 +4,9 @@ import "github.com/narma-rma/narma/internal/engine"
 
 // Errors. Every error narma returns wraps one of these (or a context
 // error), so errors.Is works; the message names the call, the rank and the
-// bad value. A call that fails this way has written nothing.
+// bad value. An RMA call that fails its argument checks has written
+// nothing, locally or remotely. (A collective that fails may have filled
+// part of its receive buffer.)
 var (
 	// ErrRank: a rank outside [0, Size).
 	ErrRank = engine.ErrRank

@@ -35,8 +35,6 @@ type Comm struct {
 
 	failMu sync.Mutex
 	failed []bool // peers the transport reported failed
-
-	closed bool
 }
 
 // New builds the engine for one rank over ep. abort is closed when the job
@@ -67,12 +65,7 @@ func (c *Comm) Size() int { return c.size }
 func (c *Comm) Caps() transport.Caps { return c.ep.Caps() }
 
 // Close releases the rank's endpoint.
-func (c *Comm) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	return c.ep.Close()
-}
+func (c *Comm) Close() error { return c.ep.Close() }
 
 func (c *Comm) abortError() error {
 	if c.abortErr != nil {

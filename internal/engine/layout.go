@@ -1,5 +1,12 @@
 package engine
 
+import "math/bits"
+
+// maxLayoutElems bounds every field and derived size of a layout, so that
+// element counts, extents and byte offsets computed from it cannot
+// overflow an int.
+const maxLayoutElems = 1 << 48
+
 // Layout describes where elements lie in a buffer, in units of the
 // operation's element: Count blocks of BlockLen elements, the starts of
 // consecutive blocks Stride elements apart (MPI_Type_vector). The zero
@@ -17,10 +24,20 @@ func (l Layout) valid() bool {
 	if l.Contiguous() {
 		return true
 	}
-	if l.Count < 0 || l.BlockLen < 0 {
+	if l.Count < 0 || l.BlockLen < 0 || l.Count > maxLayoutElems || l.BlockLen > maxLayoutElems || l.Stride > maxLayoutElems {
 		return false
 	}
-	return l.Count <= 1 || l.Stride >= l.BlockLen
+	if l.Count > 1 && l.Stride < l.BlockLen {
+		return false
+	}
+	// The extent, (Count-1)*Stride + BlockLen, must stay bounded too.
+	if l.Count > 1 {
+		hi, lo := bits.Mul64(uint64(l.Count-1), uint64(l.Stride))
+		if hi != 0 || lo > maxLayoutElems {
+			return false
+		}
+	}
+	return true
 }
 
 // elems is the number of elements a strided layout describes.
@@ -35,10 +52,16 @@ func (l Layout) extent() int {
 	return (l.Count-1)*l.Stride + l.BlockLen
 }
 
-// normalize turns the contiguous layout into one block of n elements.
+// normalize turns the contiguous layout into one block of n elements, and
+// so does it with a strided layout whose blocks touch (one transfer instead
+// of one per block).
 func (l Layout) normalize(n int) Layout {
 	if l.Contiguous() {
 		return Layout{Count: 1, BlockLen: n, Stride: n}
+	}
+	if l.Count > 1 && l.Stride == l.BlockLen {
+		k := l.Count * l.BlockLen
+		return Layout{Count: 1, BlockLen: k, Stride: k}
 	}
 	return l
 }

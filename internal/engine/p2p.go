@@ -44,6 +44,15 @@ type recvReq struct {
 	err  error
 }
 
+// remove deletes element i of s, keeping the order, and clears the slot
+// it frees so that the backing array does not keep the element alive.
+func remove[E any](s []E, i int) []E {
+	copy(s[i:], s[i+1:])
+	var zero E
+	s[len(s)-1] = zero
+	return s[:len(s)-1]
+}
+
 func matches(wantSrc, wantTag int, wantCtx uint8, src, tag int, ctx uint8) bool {
 	return ctx == wantCtx && (wantSrc == AnySource || wantSrc == src) && (wantTag == AnyTag || wantTag == tag)
 }
@@ -73,7 +82,7 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 	for i, r := range c.posted {
 		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
 			r.deliver(src, tag, payload)
-			c.posted = append(c.posted[:i], c.posted[i+1:]...)
+			c.posted = remove(c.posted, i)
 			c.mu.Unlock()
 			c.sig.broadcast()
 			return
@@ -128,7 +137,7 @@ func (c *Comm) post(r *recvReq) {
 	for i, m := range c.unexpected {
 		if matches(r.src, r.tag, r.ctx, m.src, m.tag, m.ctx) {
 			r.deliver(m.src, m.tag, m.data)
-			c.unexpected = append(c.unexpected[:i], c.unexpected[i+1:]...)
+			c.unexpected = remove(c.unexpected, i)
 			return
 		}
 	}
@@ -145,7 +154,7 @@ func (c *Comm) cancel(r *recvReq) bool {
 	}
 	for i, p := range c.posted {
 		if p == r {
-			c.posted = append(c.posted[:i], c.posted[i+1:]...)
+			c.posted = remove(c.posted, i)
 			break
 		}
 	}

@@ -22,6 +22,9 @@ const (
 
 var kindNames = [...]string{"invalid", "Put", "Get", "Accumulate", "GetAccumulate", "FetchAndOp", "CompareAndSwap"}
 
+// reqNames are the names of the request-based calls, built once.
+var reqNames = [...]string{"invalid", "Rput", "Rget", "Raccumulate", "RgetAccumulate", "RfetchAndOp", "RcompareAndSwap"}
+
 func (k Kind) String() string {
 	if k == 0 || int(k) >= len(kindNames) {
 		return "invalid"
@@ -294,7 +297,10 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 	if w == nil || a == nil {
 		return nil, opErr("DoRequest", -1, ErrFreed, "window")
 	}
-	name := "R" + a.Kind.String()
+	name := reqNames[0]
+	if int(a.Kind) < len(reqNames) {
+		name = reqNames[a.Kind]
+	}
 	if err := w.check(name); err != nil {
 		return nil, err
 	}
