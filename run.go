@@ -29,6 +29,9 @@ func RunContext(ctx context.Context, n int, fn func(c *Comm) error) error {
 	if fn == nil {
 		return fmt.Errorf("narma: Run: nil function: %w", ErrInvalid)
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	eps, err := local.New(n)
 	if err != nil {
 		return fmt.Errorf("narma: Run: %w", err)
@@ -60,7 +63,12 @@ func RunContext(ctx context.Context, n int, fn func(c *Comm) error) error {
 	for _, c := range comms {
 		c.e.Close()
 	}
-	return j.err()
+	if err := j.err(); err != nil {
+		return err
+	}
+	// The ranks may have finished while ctx was being cancelled, before
+	// the AfterFunc above recorded it.
+	return ctx.Err()
 }
 
 // job is the shared fate of the ranks of one Run: the first failure

@@ -76,10 +76,12 @@ func (w *Win[T]) FlushAll(ctx context.Context) error { return w.eng().FlushAll(c
 // FlushLocal completes every operation issued to target at the origin:
 // origin buffers may be reused. narma completes operations at both ends
 // together, so it is Flush.
-func (w *Win[T]) FlushLocal(ctx context.Context, target int) error { return w.eng().Flush(ctx, target) }
+func (w *Win[T]) FlushLocal(ctx context.Context, target int) error {
+	return w.eng().FlushLocal(ctx, target)
+}
 
 // FlushLocalAll is FlushLocal for every target: FlushAll.
-func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.eng().FlushAll(ctx) }
+func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.eng().FlushLocalAll(ctx) }
 
 // Sync makes local stores and remote updates of this rank's window visible
 // to each other (MPI_Win_sync). narma's windows are unified, so it is a

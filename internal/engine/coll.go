@@ -40,6 +40,9 @@ func (c *Comm) crecv(ctx context.Context, op string, buf []byte, src, tag int) e
 // Barrier returns when every rank has entered it (dissemination
 // algorithm: ceil(log2 n) rounds of one message per rank).
 func (c *Comm) Barrier(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr("Barrier", c.stopErr(ctx))
+	}
 	round := 0
 	for k := 1; k < c.size; k <<= 1 {
 		if err := c.csend("Barrier", nil, (c.rank+k)%c.size, tagBarrier+round); err != nil {
@@ -56,6 +59,9 @@ func (c *Comm) Barrier(ctx context.Context) error {
 // Bcast copies root's buf into buf on every rank (binomial tree). All ranks
 // pass buffers of the same length.
 func (c *Comm) Bcast(ctx context.Context, buf []byte, root int) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr("Bcast", c.stopErr(ctx))
+	}
 	if err := c.checkRank("Bcast", root); err != nil {
 		return err
 	}
@@ -95,6 +101,9 @@ func checkReduceArgs(op string, rank int, t mem.Type, o mem.Op, nbytes int) erro
 // the result in recv on every rank (binomial reduction to rank 0 in a fixed
 // order, so floating-point results are identical everywhere, then Bcast).
 func (c *Comm) Allreduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr("Allreduce", c.stopErr(ctx))
+	}
 	if err := checkReduceArgs("Allreduce", c.rank, t, o, len(send)); err != nil {
 		return err
 	}
@@ -127,6 +136,9 @@ func (c *Comm) Allreduce(ctx context.Context, send, recv []byte, t mem.Type, o m
 // Allgather gathers len(send) bytes from every rank into recv, rank r's
 // block at r*len(send).
 func (c *Comm) Allgather(ctx context.Context, send, recv []byte) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr("Allgather", c.stopErr(ctx))
+	}
 	b := len(send)
 	if len(recv) != b*c.size {
 		return opErr("Allgather", c.rank, ErrLayout, "recv has %d bytes, want %d ranks x %d", len(recv), c.size, b)
@@ -151,6 +163,9 @@ func (c *Comm) Allgather(ctx context.Context, send, recv []byte) error {
 // r (MPI_Reduce_scatter_block). Each rank sends one message to every other
 // rank and combines in rank order.
 func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr("ReduceScatter", c.stopErr(ctx))
+	}
 	b := len(recv)
 	if err := checkReduceArgs("ReduceScatter", c.rank, t, o, b); err != nil {
 		return err

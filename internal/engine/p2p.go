@@ -205,7 +205,11 @@ func (c *Comm) Recv(ctx context.Context, buf []byte, src, tag int) (Status, erro
 // Iprobe reports whether a message matching src and tag is waiting, and
 // its status, without receiving it.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
-	if err := c.checkRecvArgs("Iprobe", src, tag); err != nil {
+	return c.iprobe("Iprobe", src, tag)
+}
+
+func (c *Comm) iprobe(name string, src, tag int) (Status, bool, error) {
+	if err := c.checkRecvArgs(name, src, tag); err != nil {
 		return Status{}, false, err
 	}
 	c.mu.Lock()
@@ -225,7 +229,7 @@ func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 	var found bool
 	var err error
 	werr := c.wait(ctx, func() bool {
-		st, found, err = c.Iprobe(src, tag)
+		st, found, err = c.iprobe("Probe", src, tag)
 		return found || err != nil || (src != AnySource && c.peerFailed(src))
 	})
 	if err != nil {

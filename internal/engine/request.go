@@ -17,21 +17,33 @@ const (
 // Request is a nonblocking operation in flight. A Request is used by one
 // goroutine at a time.
 type Request struct {
-	c     *Comm
-	kind  reqKind
-	op    string
-	recv  *recvReq
-	comp  transport.Completion
-	st    Status
-	err   error
-	freed bool
+	c      *Comm
+	kind   reqKind
+	op     string
+	recv   *recvReq
+	comp   transport.Completion
+	win    *Win // set while a request-based operation waits in a deferred queue
+	target int
+	st     Status
+	err    error
+	freed  bool
+}
+
+func (r *Request) check(op string) error {
+	if r == nil {
+		return opErr(op, -1, ErrFreed, "nil request")
+	}
+	if r.freed {
+		return opErr(op, r.c.rank, ErrFreed, "request")
+	}
+	return nil
 }
 
 // Test reports whether the operation is complete, without blocking. Once
 // it reports true, the status and error are final.
 func (r *Request) Test() (Status, bool, error) {
-	if r == nil || r.freed {
-		return Status{}, false, opErr("Test", -1, ErrFreed, "")
+	if err := r.check("Test"); err != nil {
+		return Status{}, false, err
 	}
 	switch r.kind {
 	case reqRecv:
@@ -46,6 +58,11 @@ func (r *Request) Test() (Status, bool, error) {
 		}
 		return r.recv.st, true, nil
 	case reqRMA:
+		if !r.comp.Complete() && r.win != nil {
+			if err := r.win.progressRequest(bg, r.target, false); err != nil {
+				return Status{}, false, err
+			}
+		}
 		if !r.comp.Complete() {
 			return Status{}, false, nil
 		}
@@ -59,8 +76,13 @@ func (r *Request) Test() (Status, bool, error) {
 
 // Wait blocks until the operation is complete or ctx is done.
 func (r *Request) Wait(ctx context.Context) (Status, error) {
-	if r == nil || r.freed {
-		return Status{}, opErr("Wait", -1, ErrFreed, "")
+	if err := r.check("Wait"); err != nil {
+		return Status{}, err
+	}
+	if r.kind == reqRMA && r.win != nil && !r.comp.Complete() {
+		if err := r.win.progressRequest(ctx, r.target, true); err != nil {
+			return Status{}, err
+		}
 	}
 	var st Status
 	var err error
@@ -79,8 +101,8 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 // Free of an RMA request does not cancel the operation; its completion is
 // still guaranteed by the epoch's closing call.
 func (r *Request) Free() error {
-	if r == nil || r.freed {
-		return opErr("Free", -1, ErrFreed, "request")
+	if err := r.check("Free"); err != nil {
+		return err
 	}
 	if r.kind == reqRecv {
 		r.c.cancel(r.recv)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 
 	"github.com/narma-rma/narma/internal/mem"
@@ -67,8 +68,9 @@ type plan struct {
 type rmaOp struct {
 	Access
 	plan
-	val [8]byte // operand of FetchAndOp and CompareAndSwap
-	cmp [8]byte // comparand of CompareAndSwap
+	val  [8]byte               // operand of FetchAndOp and CompareAndSwap
+	cmp  [8]byte               // comparand of CompareAndSwap
+	comp *transport.Completion // the request of a request-based operation, or nil
 }
 
 // prepare checks a and computes its target offset and normalized layouts.
@@ -83,7 +85,7 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 		return opErr(name, rank, ErrType, "element type %v", a.Type)
 	}
 	atomic := a.Kind >= KindAccumulate
-	if atomic && !a.Op.ValidFor(a.Type) {
+	if atomic && a.Kind != KindCompareAndSwap && !a.Op.ValidFor(a.Type) {
 		return opErr(name, rank, ErrOp, "%v on %v", a.Op, a.Type)
 	}
 	if a.Kind == KindCompareAndSwap && a.Type.IsFloat() {
@@ -218,7 +220,11 @@ func (w *Win) transportErr(name string, target, off int, err error) error {
 // written.
 func (w *Win) Do(a *Access) error {
 	if w == nil || a == nil {
-		return opErr("Do", -1, ErrFreed, "window")
+		name := "Do"
+		if a != nil {
+			name = a.Kind.String()
+		}
+		return opErr(name, -1, ErrFreed, "nil window")
 	}
 	if w.fastPath(a) {
 		return w.fastErr
@@ -293,6 +299,9 @@ func (w *Win) fastPath(a *Access) bool {
 // DoRequest issues a request-based operation (MPI_Rput and friends). As in
 // MPI it is valid only in a passive-target (lock) epoch; the request
 // completes when the operation is complete at the origin and the target.
+// DoRequest never blocks: under a deferred lock not yet taken, the
+// operation is queued and the request's Test tries, and its Wait takes,
+// the lock.
 func (w *Win) DoRequest(a *Access) (*Request, error) {
 	if w == nil || a == nil {
 		return nil, opErr("DoRequest", -1, ErrFreed, "window")
@@ -312,10 +321,16 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 	if w.lockKind[t] == 0 && !w.lockAll {
 		return nil, opErr(name, w.c.rank, ErrEpoch, "request-based operations need a lock epoch on rank %d", t)
 	}
-	if err := w.settle(name, bg, t); err != nil {
-		return nil, err
-	}
 	r := &Request{c: w.c, kind: reqRMA, op: name, st: Status{Source: t, Count: p.n * a.Type.Size()}}
+	if !w.lockHeld[t] {
+		// Deferred lock not taken yet: queue the operation with its
+		// request; the request's Wait (or Flush, Unlock) takes the lock.
+		r.win, r.target = w, t
+		r.comp.Add(1)
+		w.enqueue(a, &p)
+		w.queue[t][len(w.queue[t])-1].comp = &r.comp
+		return r, nil
+	}
 	if err := w.exec(name, a, &p, &r.comp); err != nil {
 		return nil, err
 	}
@@ -372,7 +387,11 @@ func (w *Win) replay(name string, t int, getsLast bool) error {
 				// caller's reused scratch words.
 				o.Origin, o.Compare = o.val[:], o.cmp[:]
 			}
-			if err := w.exec(name, &o.Access, &o.plan, nil); err != nil && firstErr == nil {
+			err := w.exec(name, &o.Access, &o.plan, o.comp)
+			if o.comp != nil {
+				o.comp.Done(err) // the engine's own count, taken when queued
+			}
+			if err != nil && firstErr == nil {
 				firstErr = err
 			}
 		}
@@ -385,4 +404,26 @@ func (w *Win) replay(name string, t int, getsLast bool) error {
 	w.queue[t] = q[:0]
 	w.queued -= len(q)
 	return firstErr
+}
+
+// progressRequest moves a queued request-based operation to t forward: it
+// takes the lock (waiting for it if wait is set, else in one attempt) and
+// performs the queue. It is a no-op once the epoch has moved on.
+func (w *Win) progressRequest(ctx context.Context, t int, wait bool) error {
+	if w.freed || w.lockHeld[t] || (w.lockKind[t] == 0 && !w.lockAll) || len(w.queue[t]) == 0 {
+		return nil
+	}
+	if wait {
+		return w.settle("Wait", ctx, t)
+	}
+	kind := w.lockKind[t]
+	if w.lockAll {
+		kind = lockShared
+	}
+	ok, err := w.tryAcquire(ctx, "Test", t, kind)
+	if !ok || err != nil {
+		return err
+	}
+	w.lockHeld[t] = true
+	return w.replay("Test", t, true)
 }

@@ -57,9 +57,21 @@ func (c *Comm) wait(ctx context.Context, cond func() bool) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctx.Err()
+			return c.stopErr(ctx)
 		case <-c.abort:
 			return c.abortError()
 		}
+	}
+}
+
+// stopErr is the error of a wait that ctx ended. When ctx is the job's own
+// context (Comm.Context), its end and the abort are the same event, and the
+// abort is what the caller must see.
+func (c *Comm) stopErr(ctx context.Context) error {
+	select {
+	case <-c.abort:
+		return c.abortError()
+	default:
+		return ctx.Err()
 	}
 }

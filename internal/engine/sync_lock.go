@@ -171,6 +171,11 @@ func (w *Win) settle(name string, ctx context.Context, t int) error {
 // With the deferred strategy and nothing queued, no lock traffic happens at
 // all; with operations queued, the lock is taken, the operations run (gets
 // last) and the lock is released.
+//
+// If the lock cannot be taken (ctx ends first), Unlock returns the error
+// and changes nothing: the epoch stays open with its operations queued,
+// and Unlock may be called again. If the target failed, the queued
+// operations are dropped and the epoch ends with an error wrapping ErrPeer.
 func (w *Win) Unlock(ctx context.Context, target int) error {
 	if err := w.check("Unlock"); err != nil {
 		return err
@@ -182,13 +187,17 @@ func (w *Win) Unlock(ctx context.Context, target int) error {
 	if kind == 0 || w.lockAll {
 		return opErr("Unlock", w.c.rank, ErrLock, "rank %d is not locked by Lock", target)
 	}
-	err := w.finishTarget(ctx, "Unlock", target, kind)
-	w.lockKind[target] = 0
-	w.nlocks--
+	ended, err := w.finishTarget(ctx, "Unlock", target, kind)
+	if ended {
+		w.lockKind[target] = 0
+		w.nlocks--
+	}
 	return err
 }
 
-// UnlockAll ends a LockAll epoch, completing every operation.
+// UnlockAll ends a LockAll epoch, completing every operation. On error it
+// behaves as Unlock, per target: targets it could not finish stay in the
+// epoch and a new UnlockAll retries them.
 func (w *Win) UnlockAll(ctx context.Context) error {
 	if err := w.check("UnlockAll"); err != nil {
 		return err
@@ -201,51 +210,84 @@ func (w *Win) UnlockAll(ctx context.Context) error {
 	if w.lockAllNoCheck {
 		kind |= lockNoCheck
 	}
+	all := true
 	for t := range w.lockHeld {
-		if err := w.finishTarget(ctx, "UnlockAll", t, kind); err != nil && first == nil {
+		ended, err := w.finishTarget(ctx, "UnlockAll", t, kind)
+		if err != nil && first == nil {
 			first = err
 		}
+		all = all && ended
 	}
-	w.lockAll = false
+	if all {
+		w.lockAll = false
+	}
 	return first
 }
 
-// finishTarget completes the operations to t and releases its lock.
-func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) error {
-	var err error
+// finishTarget completes the operations to t and releases its lock. ended
+// reports whether t's epoch is over; it is not when the lock could not be
+// taken for a reason that may pass (the context ended).
+func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) (ended bool, err error) {
 	if !w.lockHeld[t] && len(w.queue[t]) > 0 {
-		err = w.settle(name, ctx, t)
+		if err = w.settle(name, ctx, t); err != nil && !w.lockHeld[t] {
+			if !w.c.peerFailed(t) {
+				return false, err
+			}
+			w.discard(t, err)
+			return true, err
+		}
 	}
 	if w.lockHeld[t] {
-		if w.synchronous {
-			// Nothing can be in flight; only honour the context.
-			if cerr := ctx.Err(); cerr != nil && err == nil {
-				err = w.c.ctxErr(name, cerr)
+		if !w.synchronous {
+			if ferr := w.c.ep.Flush(ctx, t); ferr != nil && err == nil {
+				err = opErr(name, w.c.rank, ErrPeer, "flush rank %d: %v", t, ferr)
 			}
-		} else if ferr := w.c.ep.Flush(ctx, t); ferr != nil && err == nil {
-			err = opErr(name, w.c.rank, ErrPeer, "flush rank %d: %v", t, ferr)
 		}
 		if kind&lockNoCheck == 0 {
 			w.release(t, kind)
 		}
 	}
 	w.lockHeld[t] = false
-	return err
+	return true, err
+}
+
+// discard drops the operations queued for t, failing their requests with
+// err.
+func (w *Win) discard(t int, err error) {
+	q := w.queue[t]
+	for i := range q {
+		if q[i].comp != nil {
+			q[i].comp.Done(err)
+		}
+	}
+	clear(q)
+	w.queue[t] = q[:0]
+	w.queued -= len(q)
 }
 
 // Flush completes, at origin and target, every operation issued to target
 // in the current lock epoch. The lock stays held.
 func (w *Win) Flush(ctx context.Context, target int) error {
-	if err := w.check("Flush"); err != nil {
+	return w.flushOne(ctx, "Flush", target)
+}
+
+// FlushLocal completes at the origin every operation issued to target.
+// narma completes operations at both ends together, so it is Flush.
+func (w *Win) FlushLocal(ctx context.Context, target int) error {
+	return w.flushOne(ctx, "FlushLocal", target)
+}
+
+func (w *Win) flushOne(ctx context.Context, name string, target int) error {
+	if err := w.check(name); err != nil {
 		return err
 	}
-	if err := w.c.checkRank("Flush", target); err != nil {
+	if err := w.c.checkRank(name, target); err != nil {
 		return err
 	}
 	if w.lockKind[target] == 0 && !w.lockAll {
-		return opErr("Flush", w.c.rank, ErrEpoch, "rank %d is not locked", target)
+		return opErr(name, w.c.rank, ErrEpoch, "rank %d is not locked", target)
 	}
-	return w.flush(ctx, "Flush", target)
+	return w.flush(ctx, name, target)
 }
 
 func (w *Win) flush(ctx context.Context, name string, t int) error {
@@ -257,6 +299,9 @@ func (w *Win) flush(ctx context.Context, name string, t int) error {
 			return err
 		}
 	}
+	if w.synchronous {
+		return nil
+	}
 	if err := w.c.ep.Flush(ctx, t); err != nil {
 		return opErr(name, w.c.rank, ErrPeer, "rank %d: %v", t, err)
 	}
@@ -264,17 +309,22 @@ func (w *Win) flush(ctx context.Context, name string, t int) error {
 }
 
 // FlushAll flushes every locked target.
-func (w *Win) FlushAll(ctx context.Context) error {
-	if err := w.check("FlushAll"); err != nil {
+func (w *Win) FlushAll(ctx context.Context) error { return w.flushAll(ctx, "FlushAll") }
+
+// FlushLocalAll is FlushLocal for every locked target: FlushAll.
+func (w *Win) FlushLocalAll(ctx context.Context) error { return w.flushAll(ctx, "FlushLocalAll") }
+
+func (w *Win) flushAll(ctx context.Context, name string) error {
+	if err := w.check(name); err != nil {
 		return err
 	}
 	if w.nlocks == 0 && !w.lockAll {
-		return opErr("FlushAll", w.c.rank, ErrEpoch, "no lock epoch is open")
+		return opErr(name, w.c.rank, ErrEpoch, "no lock epoch is open")
 	}
 	var first error
 	for t := range w.lockKind {
 		if w.lockAll || w.lockKind[t] != 0 {
-			if err := w.flush(ctx, "FlushAll", t); err != nil && first == nil {
+			if err := w.flush(ctx, name, t); err != nil && first == nil {
 				first = err
 			}
 		}
@@ -297,37 +347,46 @@ func (w *Win) Sync() error {
 // shared by fetch-and-add of 1, undone if an exclusive holder is present.
 // Waiting backs off from yielding to short sleeps.
 func (w *Win) acquire(ctx context.Context, name string, t int, kind uint8) error {
-	reg := w.ctlRegions[t]
-	s := &w.scratch
 	for try := 0; ; try++ {
-		var err error
-		if kind&lockExclusive != 0 {
-			s.cmp[0], s.val[0] = 0, lockExcl
-			err = reg.CompareSwap(0, mem.Uint64, mem.Bytes(s.cmp[:]), mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
-		} else {
-			s.val[0] = 1
-			err = reg.Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
-		}
-		if err == nil && !s.comp.Complete() {
-			err = s.comp.Wait(ctx)
-		}
-		if err != nil {
-			return opErr(name, w.c.rank, ErrPeer, "lock at rank %d: %v", t, err)
-		}
-		if kind&lockExclusive != 0 {
-			if s.res[0] == 0 {
-				return nil
-			}
-		} else {
-			if s.res[0]&lockExcl == 0 {
-				return nil
-			}
-			w.addLock(t, ^uint64(0)) // undo the attempt
+		ok, err := w.tryAcquire(ctx, name, t, kind)
+		if ok || err != nil {
+			return err
 		}
 		if err := w.c.backoff(ctx, name, t, try); err != nil {
 			return err
 		}
 	}
+}
+
+// tryAcquire makes one attempt to take the lock word at t.
+func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (bool, error) {
+	reg := w.ctlRegions[t]
+	s := &w.scratch
+	var err error
+	if kind&lockExclusive != 0 {
+		s.cmp[0], s.val[0] = 0, lockExcl
+		err = reg.CompareSwap(0, mem.Uint64, mem.Bytes(s.cmp[:]), mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
+	} else {
+		s.val[0] = 1
+		err = reg.Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
+	}
+	if err == nil && !s.comp.Complete() {
+		if ctx.Err() != nil {
+			return false, w.c.ctxErr(name, w.c.stopErr(ctx))
+		}
+		err = s.comp.Wait(ctx)
+	}
+	if err != nil {
+		return false, opErr(name, w.c.rank, ErrPeer, "lock at rank %d: %v", t, err)
+	}
+	if kind&lockExclusive != 0 {
+		return s.res[0] == 0, nil
+	}
+	if s.res[0]&lockExcl == 0 {
+		return true, nil
+	}
+	w.addLock(t, ^uint64(0)) // undo the attempt
+	return false, nil
 }
 
 // release gives the lock word at t back.
@@ -354,7 +413,7 @@ func (c *Comm) backoff(ctx context.Context, name string, t, try int) error {
 	}
 	select {
 	case <-ctx.Done():
-		return c.ctxErr(name, ctx.Err())
+		return c.ctxErr(name, c.stopErr(ctx))
 	case <-c.abort:
 		return c.ctxErr(name, c.abortError())
 	default:
@@ -369,7 +428,7 @@ func (c *Comm) backoff(ctx context.Context, name string, t, try int) error {
 	select {
 	case <-t0.C:
 	case <-ctx.Done():
-		return c.ctxErr(name, ctx.Err())
+		return c.ctxErr(name, c.stopErr(ctx))
 	case <-c.abort:
 		return c.ctxErr(name, c.abortError())
 	}

@@ -233,8 +233,11 @@ func (w *Win) Strategy() Strategy {
 func (w *Win) Comm() *Comm { return w.c }
 
 func (w *Win) check(op string) error {
-	if w == nil || w.freed {
-		return opErr(op, -1, ErrFreed, "window")
+	if w == nil {
+		return opErr(op, -1, ErrFreed, "nil window")
+	}
+	if w.freed {
+		return opErr(op, w.c.rank, ErrFreed, "window")
 	}
 	return nil
 }
