@@ -100,7 +100,6 @@ type Win struct {
 	lockAllNoCheck bool
 	nlocks         int
 	scratch        lockScratch
-	fval, fcmp     [8]byte   // operands of the single-element atomics in flight
 	fastErr        error     // result of the last fastPath call
 	synchronous    bool      // the transport completes operations on return
 	queue          [][]rmaOp // deferred operations per target
