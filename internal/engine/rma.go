@@ -167,6 +167,16 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 		}
 		return w.transportErr(name, a.Target, p.off, err)
 	}
+	if p.ol.Count == 1 && p.tl.Count == 1 && (a.Kind == KindPut || a.Kind == KindGet) {
+		// Contiguous on both sides: one transfer.
+		var err error
+		if a.Kind == KindPut {
+			err = reg.Put(p.off, a.Origin[:p.n*esz], a.Notice, c)
+		} else {
+			err = reg.Get(p.off, a.Origin[:p.n*esz], a.Notice, c)
+		}
+		return w.transportErr(name, a.Target, p.off, err)
+	}
 	ch := newChunker(esz, p.ol, p.tl, p.n)
 	for {
 		oo, to, n, last, ok := ch.next()
@@ -292,7 +302,10 @@ func (w *Win) fastPath(a *Access) bool {
 	} else {
 		err = w.regions[t].Get(a.Disp*unit, a.Origin, transport.Notice{}, nil)
 	}
-	w.fastErr = w.transportErr(a.Kind.String(), t, a.Disp*unit, err)
+	w.fastErr = nil
+	if err != nil {
+		w.fastErr = w.transportErr(a.Kind.String(), t, a.Disp*unit, err)
+	}
 	return true
 }
 

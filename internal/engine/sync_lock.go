@@ -360,6 +360,19 @@ func (w *Win) acquire(ctx context.Context, name string, t int, kind uint8) error
 
 // tryAcquire makes one attempt to take the lock word at t.
 func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (bool, error) {
+	if w.lockWords != nil {
+		// Direct transport: the lock word is in reach of one atomic
+		// instruction. Same protocol as below.
+		word := w.lockWords[t]
+		if kind&lockExclusive != 0 {
+			return mem.AtomicCAS64(word, 0, lockExcl), nil
+		}
+		if mem.AtomicAdd64(word, 1)&lockExcl == 0 {
+			return true, nil
+		}
+		mem.AtomicAdd64(word, ^uint64(0))
+		return false, nil
+	}
 	reg := w.ctlRegions[t]
 	s := &w.scratch
 	var err error
@@ -399,6 +412,10 @@ func (w *Win) release(t int, kind uint8) {
 }
 
 func (w *Win) addLock(t int, delta uint64) {
+	if w.lockWords != nil {
+		mem.AtomicAdd64(w.lockWords[t], delta)
+		return
+	}
 	s := &w.scratch
 	s.val[0] = delta
 	w.ctlRegions[t].Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), nil, transport.Notice{}, &s.comp)

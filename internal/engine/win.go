@@ -79,6 +79,7 @@ type Win struct {
 
 	regions    []transport.Region // data region of each rank
 	ctlRegions []transport.Region // control region of each rank
+	lockWords  [][]byte           // each rank's lock word, if the transport is Direct
 	sizes      []int              // window size of each rank, bytes
 	units      []int              // displacement unit of each rank
 
@@ -209,6 +210,12 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		}
 		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[24:])), ctlSize); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
+		}
+		if d, ok := w.ctlRegions[r].(transport.DirectRegion); ok && c.ep.Caps().Direct {
+			if w.lockWords == nil {
+				w.lockWords = make([][]byte, n)
+			}
+			w.lockWords[r] = d.Direct()[:8]
 		}
 	}
 	return w, nil

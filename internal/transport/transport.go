@@ -176,6 +176,16 @@ type Region interface {
 	CompareSwap(off int, t mem.Type, compare, swap, result []byte, n Notice, c *Completion) error
 }
 
+// DirectRegion is implemented by the regions of transports that reach
+// target memory with loads and stores (Caps.Direct): Direct returns the
+// target's memory itself. The engine uses it for its own control words
+// (lock words), whose lifetime it manages, so that taking a lock is one
+// atomic instruction; data still goes through the Region methods.
+type DirectRegion interface {
+	Region
+	Direct() []byte
+}
+
 // Errors returned by transports.
 var (
 	ErrBounds   = errors.New("transport: access outside the region")

@@ -37,7 +37,7 @@ type region struct {
 	hk     handleKey
 }
 
-var _ transport.Region = (*region)(nil)
+var _ transport.DirectRegion = (*region)(nil)
 
 // stop moves the handle from live to state s; a stopped handle keeps its
 // first reason.
@@ -62,6 +62,10 @@ func (r *region) notify(n transport.Notice) {
 		(*h)(r.origin.rank, r.key, n)
 	}
 }
+
+// Direct returns the target's memory behind the handle (see
+// transport.DirectRegion).
+func (r *region) Direct() []byte { return r.mem }
 
 // Size returns the size of the handle in bytes.
 func (r *region) Size() int { return len(r.mem) }

@@ -149,3 +149,36 @@ func testRegionLookup(t *testing.T, f factory) {
 		t.Errorf("Put of 1 byte to an empty region: got %v, want ErrBounds", err)
 	}
 }
+
+// testDirect checks the claim of a Direct transport: its regions implement
+// DirectRegion, and Direct is the target's memory itself, coherent both
+// ways with the region's operations. A transport that is not Direct must
+// not offer direct memory.
+func testDirect(t *testing.T, f factory) {
+	e := newEnv(t, f, 2)
+	buf, key := e.expose(1, 64)
+	r := e.region(0, 1, key, 64)
+	d, ok := r.(transport.DirectRegion)
+	if !e.caps.Direct {
+		if ok {
+			t.Fatal("regions of a transport without Caps.Direct implement DirectRegion")
+		}
+		t.Skip("transport is not direct")
+	}
+	if !ok {
+		t.Fatal("regions of a Caps.Direct transport do not implement DirectRegion")
+	}
+	direct := d.Direct()
+	if len(direct) != 64 || mem.Addr(direct) != mem.Addr(buf) {
+		t.Fatalf("Direct() is %d bytes at %#x, want the 64 exposed bytes at %#x", len(direct), mem.Addr(direct), mem.Addr(buf))
+	}
+	src := pattern(5, 16)
+	e.must(r.Put(0, src, noNotice, nil), "Put")
+	e.flushAll()
+	checkBytes(t, "Direct() after Put", direct[:16], src)
+	copy(direct[16:32], pattern(6, 16))
+	dst := make([]byte, 16)
+	e.must(r.Get(16, dst, noNotice, nil), "Get")
+	e.flushAll()
+	checkBytes(t, "Get of a store through Direct()", dst, pattern(6, 16))
+}

@@ -64,6 +64,7 @@ func Run(t *testing.T, newEndpoints func(t *testing.T, n int) []transport.Endpoi
 	}{
 		{"Caps", testCaps},
 		{"Synchronous", testSynchronous},
+		{"Direct", testDirect},
 		{"RegionLookup", testRegionLookup},
 		{"PutGet", testPutGet},
 		{"PutGetConcurrent", testPutGetConcurrent},
