@@ -32,7 +32,7 @@ func RunContext(ctx context.Context, n int, fn func(c *Comm) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	eps, err := local.New(n)
+	eps, err := newEndpoints(n)
 	if err != nil {
 		return fmt.Errorf("narma: Run: %w", err)
 	}
@@ -70,6 +70,10 @@ func RunContext(ctx context.Context, n int, fn func(c *Comm) error) error {
 	// the AfterFunc above recorded it.
 	return ctx.Err()
 }
+
+// newEndpoints makes the endpoints of a Run job: the in-process transport.
+// Tests replace it to run the whole suite over other transports.
+var newEndpoints = local.New
 
 // job is the shared fate of the ranks of one Run: the first failure
 // cancels its context, which every blocking call watches.

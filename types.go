@@ -31,6 +31,7 @@ const (
 	NoOp    = Op(mem.NoOp)
 )
 
+// String returns the MPI name of the operation, e.g. "SUM".
 func (o Op) String() string { return mem.Op(o).String() }
 
 // Assert is a set of assertions a program makes to a synchronization call,
@@ -93,6 +94,7 @@ const (
 	Deferred = Strategy(engine.Deferred)
 )
 
+// String returns "immediate", "deferred" or "default".
 func (s Strategy) String() string { return engine.Strategy(s).String() }
 
 // Layout describes where elements lie in a buffer, counted in elements:

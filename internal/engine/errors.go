@@ -37,6 +37,7 @@ type OpError struct {
 	Err    error  // a sentinel above, or a cause that wraps one
 }
 
+// Error formats the error as "Op (rank R): detail: cause".
 func (e *OpError) Error() string {
 	if e.Detail == "" {
 		return fmt.Sprintf("%s (rank %d): %v", e.Op, e.Rank, e.Err)

@@ -26,6 +26,7 @@ var kindNames = [...]string{"invalid", "Put", "Get", "Accumulate", "GetAccumulat
 // reqNames are the names of the request-based calls, built once.
 var reqNames = [...]string{"invalid", "Rput", "Rget", "Raccumulate", "RgetAccumulate", "RfetchAndOp", "RcompareAndSwap"}
 
+// String returns the name of the call, e.g. "Put".
 func (k Kind) String() string {
 	if k == 0 || int(k) >= len(kindNames) {
 		return "invalid"

@@ -25,6 +25,7 @@ const (
 	Deferred
 )
 
+// String returns "immediate", "deferred" or "default".
 func (s Strategy) String() string {
 	switch s {
 	case Immediate:

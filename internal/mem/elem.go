@@ -46,6 +46,7 @@ func (t Type) Size() int {
 // IsFloat reports whether t is a floating-point type.
 func (t Type) IsFloat() bool { return t == Float32 || t == Float64 }
 
+// String returns the Go name of the type, e.g. "float64".
 func (t Type) String() string {
 	if !t.Valid() {
 		return fmt.Sprintf("Type(%d)", uint8(t))
@@ -88,6 +89,7 @@ func (o Op) ValidFor(t Type) bool {
 	return true
 }
 
+// String returns the MPI name of the operation, e.g. "SUM".
 func (o Op) String() string {
 	if !o.Valid() {
 		return fmt.Sprintf("Op(%d)", uint8(o))
