@@ -44,34 +44,19 @@ var sizes = []int{8, 64, 1 << 10, 16 << 10, 256 << 10, 1 << 20}
 // BenchmarkPutFlush: a put of size bytes followed by a flush, inside a lock
 // epoch, on the in-process transport.
 func BenchmarkPutFlush(b *testing.B) {
-	for _, size := range sizes {
-		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			src := make([]int64, size/8)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			onRank0(b, size/8, nil, func(ctx context.Context, w *narma.Win[int64]) error {
-				if err := w.Lock(ctx, narma.Shared, 1, 0); err != nil {
-					return err
-				}
-				for i := 0; i < b.N; i++ {
-					if err := w.Put(src, 1, 0); err != nil {
-						return err
-					}
-					if err := w.Flush(ctx, 1); err != nil {
-						return err
-					}
-				}
-				return w.Unlock(ctx, 1)
-			})
-		})
-	}
+	benchFlushed(b, func(w *narma.Win[int64], buf []int64) error { return w.Put(buf, 1, 0) })
 }
 
 // BenchmarkGetFlush: a get of size bytes followed by a flush.
 func BenchmarkGetFlush(b *testing.B) {
+	benchFlushed(b, func(w *narma.Win[int64], buf []int64) error { return w.Get(buf, 1, 0) })
+}
+
+// benchFlushed measures op followed by a flush, over the message sizes.
+func benchFlushed(b *testing.B, op func(w *narma.Win[int64], buf []int64) error) {
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			dst := make([]int64, size/8)
+			buf := make([]int64, size/8)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			onRank0(b, size/8, nil, func(ctx context.Context, w *narma.Win[int64]) error {
@@ -79,7 +64,7 @@ func BenchmarkGetFlush(b *testing.B) {
 					return err
 				}
 				for i := 0; i < b.N; i++ {
-					if err := w.Get(dst, 1, 0); err != nil {
+					if err := op(w, buf); err != nil {
 						return err
 					}
 					if err := w.Flush(ctx, 1); err != nil {
