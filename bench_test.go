@@ -10,9 +10,7 @@ import (
 )
 
 // onRank0 runs body on rank 0 of a 2-rank job with a window of n int64
-// per rank and an open lock epoch on rank 1 (for the flush benchmarks) if
-// lock is set; rank 1 only waits. body's time is what the benchmark
-// measures.
+// per rank; rank 1 only waits. body's time is what the benchmark measures.
 func onRank0(b *testing.B, n int, opts []narma.WinOption, body func(ctx context.Context, w *narma.Win[int64]) error) {
 	b.Helper()
 	err := narma.Run(2, func(c *narma.Comm) error {
