@@ -14,10 +14,16 @@ import (
 type Completion struct {
 	pending atomic.Int64
 
-	mu  sync.Mutex
-	err error
-	ch  chan struct{} // closed when pending drops to zero; nil if nobody waits
+	mu   sync.Mutex
+	err  error
+	ch   chan struct{} // closed when pending drops to zero; nil if nobody waits
+	wake func()        // called when pending drops to zero, if set
 }
+
+// SetWake installs f, called (on the completing goroutine) each time the
+// count drops back to zero: a way for an engine waiting on many kinds of
+// events to hear of this one. Set it before the first Add.
+func (c *Completion) SetWake(f func()) { c.wake = f }
 
 // Add records n more operations in flight.
 func (c *Completion) Add(n int) { c.pending.Add(int64(n)) }
@@ -38,6 +44,9 @@ func (c *Completion) Done(err error) {
 			c.ch = nil
 		}
 		c.mu.Unlock()
+		if c.wake != nil {
+			c.wake()
+		}
 	}
 }
 
