@@ -46,6 +46,43 @@
 // element-wise atomic with respect to each other, and accumulates from one
 // origin to one target are applied in issue order.
 //
+// # Notified Access
+//
+// In plain RMA the target of a put learns that the data arrived only
+// through an extra message or a synchronization. A notified operation
+// (PutNotify, GetNotify, AccumulateNotify, ... and their request-based
+// forms) carries a Notice that reaches the target after the data, in the
+// same transfer. Notified operations are valid wherever plain ones are and
+// are completed at the origin by the usual Flush, Unlock or Fence. There
+// are three kinds of notice.
+//
+// Tag (Belli and Hoefler's matched notifications): the target matches
+// (source, tag) with persistent requests, AnySource and AnyTag allowed:
+//
+//	// origin
+//	w.PutNotify(data, target, 0, narma.Tag(99))
+//	// target
+//	req, _ := w.NotifyInit(narma.AnySource, 99, 1)
+//	req.Start()
+//	st, _ := req.Wait(ctx) // data is in place; st.Source sent it
+//
+// Counter (Intel's notification counters): the notice increments a counter
+// of the target's window, enabled collectively by SetCounters:
+//
+//	w.SetCounters(ctx, 2)                          // every rank
+//	w.PutNotify(halo, left, slot, narma.Counter(1)) // origin
+//	w.WaitCounter(ctx, 1, uint64(iteration))        // target
+//
+// Signal (OpenSHMEM's put-with-signal): the notice sets or adds to a
+// 64-bit word in the target's window:
+//
+//	w.PutNotify(block, target, 0, narma.Signal(flagDisp, 1, narma.SignalAdd)) // origin
+//	w.WaitSignal(ctx, flagDisp, narma.CmpGE, uint64(nblocks))                 // target
+//
+// WaitAny, WaitAll and TestSome wait on any mix of requests (notification
+// requests, counter thresholds, Rput/Rget, Isend/Irecv), so a dataflow
+// program can wait for whatever comes next.
+//
 // # Errors
 //
 // Bad arguments never corrupt memory: a call with a rank, displacement,

@@ -58,6 +58,10 @@ var (
 	ErrCollective = engine.ErrCollective
 	// ErrInvalid: any other invalid argument.
 	ErrInvalid = engine.ErrInvalidArgs
+	// ErrInvalidNotification: a notice naming a counter the target does
+	// not have (or counters not enabled), or an unknown signal operation:
+	// the invalid-notification error of Intel's counter proposal.
+	ErrInvalidNotification = engine.ErrInvalidNotification
 )
 
 // OpError is the error type of failed calls: the call, the rank, the bad

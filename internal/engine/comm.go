@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/narma-rma/narma/internal/transport"
 )
@@ -32,6 +33,9 @@ type Comm struct {
 	winMu   sync.Mutex
 	wins    map[uint32]*Win
 	nextWin uint32
+	byKey   atomic.Pointer[map[transport.Key]*Win] // windows by data key, for notices; copy-on-write under winMu
+
+	waiters atomic.Int32 // goroutines in waitNotice: notices wake them
 
 	failMu sync.Mutex
 	failed []bool // peers the transport reported failed
@@ -52,6 +56,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	ep.SetAMHandler(amWin, c.handleWin)
 	ep.SetFailureHandler(c.handleFailure)
+	ep.SetNoticeHandler(c.handleNotice)
 	return c
 }
 

@@ -27,6 +27,8 @@ var (
 	ErrNotAlloc    = errors.New("narma: memory not from the library allocator")
 	ErrCollective  = errors.New("narma: collective arguments differ between ranks")
 	ErrInvalidArgs = errors.New("narma: invalid argument")
+
+	ErrInvalidNotification = errors.New("narma: invalid notification")
 )
 
 // OpError describes a failed call: which call, on which rank, and why.

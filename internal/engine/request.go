@@ -9,9 +9,11 @@ import (
 type reqKind uint8
 
 const (
-	reqDone reqKind = iota // complete at creation (eager send)
-	reqRecv                // a posted receive
-	reqRMA                 // a request-based RMA operation
+	reqDone      reqKind = iota // complete at creation (eager send)
+	reqRecv                     // a posted receive
+	reqRMA                      // a request-based RMA operation
+	reqNotify                   // a persistent notification request
+	reqThreshold                // a notification-counter threshold
 )
 
 // Request is a nonblocking operation in flight. A Request is used by one
@@ -22,11 +24,22 @@ type Request struct {
 	op     string
 	recv   *recvReq
 	comp   transport.Completion
-	win    *Win // set while a request-based operation waits in a deferred queue
+	win    *Win // the window: of a notification or threshold request, or of a request-based operation waiting in a deferred queue
 	target int
 	st     Status
 	err    error
 	freed  bool
+
+	// notification request
+	src, tag       int32 // pattern, with AnySource/AnyTag
+	count, matched int
+	active         bool
+
+	// threshold request
+	counter   int
+	threshold uint64
+
+	reported bool // the wait family reported its completion (see pending)
 }
 
 func (r *Request) check(op string) error {
@@ -57,6 +70,10 @@ func (r *Request) Test() (Status, bool, error) {
 			return r.recv.st, true, opErr(r.op, r.c.rank, r.recv.err, "message of %d bytes from rank %d into buffer of %d", r.recv.st.Count, r.recv.st.Source, len(r.recv.buf))
 		}
 		return r.recv.st, true, nil
+	case reqNotify:
+		return r.testNotify()
+	case reqThreshold:
+		return r.testThreshold()
 	case reqRMA:
 		if !r.comp.Complete() && r.win != nil {
 			if err := r.win.progressRequest(bg, r.target, false); err != nil {
@@ -87,7 +104,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	var st Status
 	var err error
 	var done bool
-	werr := r.c.wait(ctx, func() bool {
+	werr := r.c.waitNotice(ctx, func() bool {
 		st, done, err = r.Test()
 		return done
 	})

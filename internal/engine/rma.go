@@ -57,10 +57,11 @@ type Access struct {
 
 // plan is what checking an Access derives from it.
 type plan struct {
-	off int    // byte offset at the target
-	n   int    // elements
-	ol  Layout // origin layout, normalized
-	tl  Layout // target layout, normalized
+	notice transport.Notice // a.Notice with the signal offset in bytes
+	off    int              // byte offset at the target
+	n      int              // elements
+	ol     Layout           // origin layout, normalized
+	tl     Layout           // target layout, normalized
 }
 
 // rmaOp is a checked Access queued for later (deferred strategies). The
@@ -148,7 +149,15 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 	if a.Kind == KindFetchAndOp && a.Op != mem.NoOp && len(a.Origin) < esz {
 		return opErr(name, rank, ErrLayout, "operand of %d bytes, need %d", len(a.Origin), esz)
 	}
-	return nil
+	o.notice = a.Notice
+	if a.Notice.Kind == transport.NoticeSignal {
+		// The signal word is addressed in the target's displacement units.
+		if a.Notice.Offset > uint64(size) {
+			return opErr(name, rank, ErrBounds, "signal displacement %d outside window of %d bytes at rank %d", a.Notice.Offset, size, a.Target)
+		}
+		o.notice.Offset = a.Notice.Offset * uint64(unit)
+	}
+	return w.checkNotice(name, &o.notice, a.Target)
 }
 
 // exec performs a, checked into p, now. c may be nil.
@@ -158,13 +167,13 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	if a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap {
 		var err error
 		if a.Kind == KindCompareAndSwap {
-			err = reg.CompareSwap(p.off, a.Type, a.Compare[:esz], a.Origin[:esz], a.Result[:esz], a.Notice, c)
+			err = reg.CompareSwap(p.off, a.Type, a.Compare[:esz], a.Origin[:esz], a.Result[:esz], p.notice, c)
 		} else {
 			var src []byte
 			if a.Op != mem.NoOp {
 				src = a.Origin[:esz]
 			}
-			err = reg.Accumulate(p.off, a.Op, a.Type, src, a.Result[:esz], a.Notice, c)
+			err = reg.Accumulate(p.off, a.Op, a.Type, src, a.Result[:esz], p.notice, c)
 		}
 		return w.transportErr(name, a.Target, p.off, err)
 	}
@@ -172,9 +181,9 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 		// Contiguous on both sides: one transfer.
 		var err error
 		if a.Kind == KindPut {
-			err = reg.Put(p.off, a.Origin[:p.n*esz], a.Notice, c)
+			err = reg.Put(p.off, a.Origin[:p.n*esz], p.notice, c)
 		} else {
-			err = reg.Get(p.off, a.Origin[:p.n*esz], a.Notice, c)
+			err = reg.Get(p.off, a.Origin[:p.n*esz], p.notice, c)
 		}
 		return w.transportErr(name, a.Target, p.off, err)
 	}
@@ -186,7 +195,7 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 		}
 		var nt transport.Notice
 		if last {
-			nt = a.Notice
+			nt = p.notice
 		}
 		var err error
 		switch a.Kind {
@@ -336,6 +345,11 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 		return nil, opErr(name, w.c.rank, ErrEpoch, "request-based operations need a lock epoch on rank %d", t)
 	}
 	r := &Request{c: w.c, kind: reqRMA, op: name, st: Status{Source: t, Count: p.n * a.Type.Size()}}
+	if !w.synchronous || !w.lockHeld[t] {
+		// The operation may complete on another goroutine: let that
+		// wake waiters of the wait family.
+		r.comp.SetWake(w.c.sig.broadcast)
+	}
 	if !w.lockHeld[t] {
 		// Deferred lock not taken yet: queue the operation with its
 		// request; the request's Wait (or Flush, Unlock) takes the lock.
@@ -393,7 +407,9 @@ func (w *Win) replay(name string, t int, getsLast bool) error {
 	run := func(gets bool) {
 		for i := range q {
 			o := &q[i]
-			if getsLast && (o.Kind == KindGet) != gets {
+			// Only plain gets move: notified operations keep their
+			// order per origin and target.
+			if getsLast && (o.Kind == KindGet && o.Notice.Kind == transport.NoticeNone) != gets {
 				continue
 			}
 			if o.Kind == KindFetchAndOp || o.Kind == KindCompareAndSwap {

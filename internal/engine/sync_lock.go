@@ -387,7 +387,9 @@ func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (b
 		if ctx.Err() != nil {
 			return false, w.c.ctxErr(name, w.c.stopErr(ctx))
 		}
-		err = s.comp.Wait(ctx)
+		if err = s.comp.Wait(ctx); err != nil && ctx.Err() != nil {
+			return false, w.c.ctxErr(name, w.c.stopErr(ctx))
+		}
 	}
 	if err != nil {
 		return false, opErr(name, w.c.rank, ErrPeer, "lock at rank %d: %v", t, err)

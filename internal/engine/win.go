@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
+	"github.com/narma-rma/narma/internal/match"
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
@@ -107,6 +109,13 @@ type Win struct {
 	queue          [][]rmaOp // deferred operations per target
 	queued         int
 
+	// Notified Access, target side (notify.go).
+	inbox      inbox                      // tag notices not yet matched
+	mq         match.Queue                // tag notices drained from the inbox; the owner's only
+	counters   atomic.Pointer[counterSet] // notification counters
+	ncounters  []int                      // number of counters of each rank
+	badNotices atomic.Int64               // notices refused at this target (bad counter or signal)
+
 	ctlMu     sync.Mutex
 	posts     []int // post messages received, per origin
 	completes []int // complete messages received, per origin
@@ -165,6 +174,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		queue:       make([][]rmaOp, n),
 		posts:       make([]int, n),
 		completes:   make([]int, n),
+		ncounters:   make([]int, n),
 	}
 	var err error
 	if w.key, err = c.ep.Expose(buf); err != nil {
@@ -178,6 +188,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	w.id = c.nextWin
 	c.nextWin++
 	c.wins[w.id] = w
+	c.publishKeys()
 	c.winMu.Unlock()
 
 	const infoLen = 40
@@ -191,6 +202,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	fail := func(e error) (*Win, error) {
 		c.winMu.Lock()
 		delete(c.wins, w.id)
+		c.publishKeys()
 		c.winMu.Unlock()
 		c.ep.Unexpose(w.key)
 		c.ep.Unexpose(w.ctlKey)
@@ -264,6 +276,7 @@ func (w *Win) Free(ctx context.Context) error {
 	c := w.c
 	c.winMu.Lock()
 	delete(c.wins, w.id)
+	c.publishKeys()
 	c.winMu.Unlock()
 	c.ep.Unexpose(w.key)
 	c.ep.Unexpose(w.ctlKey)

@@ -1,0 +1,425 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/narma-rma/narma/internal/match"
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Notified Access, target side.
+//
+// A notified operation carries a transport.Notice that the transport
+// delivers to handleNotice at the target after the operation's data. What
+// happens then depends on its kind:
+//
+//   - tag: (source, tag) goes into the window's inbox, a short
+//     mutex-guarded buffer that any goroutine may append to. The target
+//     drains it into its match.Queue when it tests a request, so matching
+//     itself runs on the target's goroutine only, without locks (the
+//     paper's design: the NIC enqueues, the target matches in Test/Wait);
+//   - counter: counter i of the window is incremented atomically;
+//   - signal: the 64-bit word at the notice's offset in the window is set
+//     or added to, atomically.
+//
+// Waiters are woken through the Comm's signal only when somebody waits
+// (Comm.waiters), so a notice nobody waits for costs no wake-up.
+
+// MaxTag is the largest tag a notice or message may carry.
+const MaxTag = 1<<31 - 1
+
+// noticeEntry is a tag notice waiting in an inbox.
+type noticeEntry struct{ src, tag int32 }
+
+// inbox collects tag notices from any goroutine. The target swaps the
+// buffer out under the mutex and feeds its match.Queue from it, so
+// steady-state pushes and drains allocate nothing.
+type inbox struct {
+	mu    sync.Mutex
+	buf   []noticeEntry
+	n     atomic.Int32 // len(buf), readable without the mutex
+	spare []noticeEntry
+}
+
+func (b *inbox) push(src, tag int32) {
+	b.mu.Lock()
+	b.buf = append(b.buf, noticeEntry{src, tag})
+	b.n.Store(int32(len(b.buf)))
+	b.mu.Unlock()
+}
+
+// drain moves every queued notice, in arrival order, into q. Only the
+// window's owner calls it.
+func (b *inbox) drain(q *match.Queue) {
+	if b.n.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	got := b.buf
+	b.buf = b.spare[:0]
+	b.n.Store(0)
+	b.mu.Unlock()
+	for _, e := range got {
+		q.Push(e.src, e.tag)
+	}
+	b.spare = got[:0]
+}
+
+// counterSet is a window's notification counters; it is replaced as a
+// whole by SetCounters.
+type counterSet struct{ v []atomic.Uint64 }
+
+// handleNotice runs at the target for every notified operation.
+func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
+	m := c.byKey.Load()
+	if m == nil {
+		return
+	}
+	w := (*m)[key]
+	if w == nil {
+		return
+	}
+	switch n.Kind {
+	case transport.NoticeTag:
+		w.inbox.push(int32(src), n.Tag)
+	case transport.NoticeCounter:
+		cs := w.counters.Load()
+		if cs == nil || n.Tag < 0 || int(n.Tag) >= len(cs.v) {
+			w.badNotices.Add(1)
+			return
+		}
+		cs.v[n.Tag].Add(1)
+	case transport.NoticeSignal:
+		if n.Offset%8 != 0 || n.Offset+8 > uint64(len(w.mem)) {
+			w.badNotices.Add(1)
+			return
+		}
+		word := w.mem[n.Offset : n.Offset+8]
+		if n.Op == transport.SignalAdd {
+			mem.AtomicAdd64(word, n.Value)
+		} else {
+			mem.AtomicStore64(word, n.Value)
+		}
+	default:
+		return
+	}
+	if c.waiters.Load() > 0 {
+		c.sig.broadcast()
+	}
+}
+
+// waitNotice is Comm.wait for conditions that notices change: it registers
+// the caller as a waiter so that handleNotice wakes it.
+func (c *Comm) waitNotice(ctx context.Context, cond func() bool) error {
+	c.waiters.Add(1)
+	defer c.waiters.Add(-1)
+	return c.wait(ctx, cond)
+}
+
+// publishKeys rebuilds the key-to-window map that handleNotice reads
+// without locks; the caller holds c.winMu.
+func (c *Comm) publishKeys() {
+	m := make(map[transport.Key]*Win, len(c.wins))
+	for _, w := range c.wins {
+		m[w.key] = w
+	}
+	c.byKey.Store(&m)
+}
+
+// checkNotice validates the notice of an operation to target before
+// anything is written.
+func (w *Win) checkNotice(name string, n *transport.Notice, target int) error {
+	switch n.Kind {
+	case transport.NoticeNone:
+		return nil
+	case transport.NoticeTag:
+		if n.Tag < 0 {
+			return opErr(name, w.c.rank, ErrTag, "notice tag %d is negative", n.Tag)
+		}
+	case transport.NoticeCounter:
+		if n.Tag < 0 || int(n.Tag) >= w.ncounters[target] {
+			return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", n.Tag, target, w.ncounters[target])
+		}
+	case transport.NoticeSignal:
+		if n.Op != transport.SignalSet && n.Op != transport.SignalAdd {
+			return opErr(name, w.c.rank, ErrInvalidNotification, "signal operation %d", n.Op)
+		}
+		if n.Offset+8 > uint64(w.sizes[target]) || n.Offset > uint64(w.sizes[target]) {
+			return opErr(name, w.c.rank, ErrBounds, "signal word at byte %d outside window of %d bytes at rank %d", n.Offset, w.sizes[target], target)
+		}
+		if n.Offset%8 != 0 {
+			return opErr(name, w.c.rank, ErrAlign, "signal word at byte %d is not 8-byte aligned", n.Offset)
+		}
+	default:
+		return opErr(name, w.c.rank, ErrInvalidNotification, "notice kind %d", n.Kind)
+	}
+	return nil
+}
+
+// NotifyInit creates a persistent request that matches notices of tag
+// from source (AnySource and AnyTag match any) arriving at this rank's
+// window, count of them per activation. The request is inactive until
+// Start.
+func (w *Win) NotifyInit(source, tag, count int) (*Request, error) {
+	if err := w.check("NotifyInit"); err != nil {
+		return nil, err
+	}
+	if source != AnySource {
+		if err := w.c.checkRank("NotifyInit", source); err != nil {
+			return nil, err
+		}
+	}
+	if tag != AnyTag && (tag < 0 || tag > MaxTag) {
+		return nil, opErr("NotifyInit", w.c.rank, ErrTag, "tag %d not in [0,%d] and not AnyTag", tag, MaxTag)
+	}
+	if count < 1 {
+		return nil, opErr("NotifyInit", w.c.rank, ErrInvalidArgs, "count %d < 1", count)
+	}
+	return &Request{c: w.c, kind: reqNotify, op: "Notify", win: w, src: int32(source), tag: int32(tag), count: count}, nil
+}
+
+// testNotify matches notices for a started notification request: it
+// drains the inbox and takes matching notices, oldest first, until count
+// are matched.
+func (r *Request) testNotify() (Status, bool, error) {
+	w := r.win
+	if w.freed {
+		return Status{}, false, opErr("Test", r.c.rank, ErrFreed, "window of the request")
+	}
+	if !r.active {
+		return r.st, true, nil
+	}
+	w.inbox.drain(&w.mq)
+	for r.matched < r.count {
+		src, tag, ok := w.mq.Take(r.src, r.tag)
+		if !ok {
+			return Status{}, false, nil
+		}
+		r.matched++
+		r.st = Status{Source: int(src), Tag: int(tag)}
+	}
+	r.active = false
+	return r.st, true, nil
+}
+
+// testThreshold tests a counter-threshold request.
+func (r *Request) testThreshold() (Status, bool, error) {
+	w := r.win
+	if w.freed {
+		return Status{}, false, opErr("Test", r.c.rank, ErrFreed, "window of the request")
+	}
+	cs := w.counters.Load()
+	if cs == nil || r.counter >= len(cs.v) {
+		return Status{}, true, opErr("Test", r.c.rank, ErrInvalidNotification, "counter %d no longer exists", r.counter)
+	}
+	if cs.v[r.counter].Load() < r.threshold {
+		return Status{}, false, nil
+	}
+	return Status{Source: AnySource, Tag: r.counter}, true, nil
+}
+
+// Start activates a persistent request (a notification request): its
+// match count is reset, and Test and Wait look for count new matches.
+func (r *Request) Start() error {
+	if err := r.check("Start"); err != nil {
+		return err
+	}
+	if r.kind != reqNotify {
+		return opErr("Start", r.c.rank, ErrInvalidArgs, "not a persistent request")
+	}
+	r.matched = 0
+	r.active = true
+	return nil
+}
+
+// SetCounters gives this rank's window n notification counters,
+// collectively; ranks may ask for different n. Operations issued before
+// the call are complete first, so no notice is lost: counters that exist
+// before and after keep their values. It may be called again to resize.
+func (w *Win) SetCounters(ctx context.Context, n int) error {
+	if err := w.check("SetCounters"); err != nil {
+		return err
+	}
+	if n < 0 || n > MaxTag {
+		return opErr("SetCounters", w.c.rank, ErrInvalidArgs, "%d counters", n)
+	}
+	if err := w.c.ep.FlushAll(ctx); err != nil {
+		return opErr("SetCounters", w.c.rank, ErrPeer, "flush: %v", err)
+	}
+	var mine [1]int64
+	mine[0] = int64(n)
+	all := make([]int64, w.c.size)
+	// The allgather is also the barrier after which no operation issued
+	// before SetCounters is in flight anywhere.
+	if err := w.c.Allgather(ctx, mem.Bytes(mine[:]), mem.Bytes(all)); err != nil {
+		return err
+	}
+	old := w.counters.Load()
+	cs := &counterSet{v: make([]atomic.Uint64, n)}
+	if old != nil {
+		for i := range min(n, len(old.v)) {
+			cs.v[i].Store(old.v[i].Load())
+		}
+	}
+	w.counters.Store(cs)
+	for r, k := range all {
+		w.ncounters[r] = int(k)
+	}
+	// Nobody may notify with the new sizes before every target has them.
+	return w.c.Barrier(ctx)
+}
+
+func (w *Win) counter(name string, i int) (*atomic.Uint64, error) {
+	if err := w.check(name); err != nil {
+		return nil, err
+	}
+	cs := w.counters.Load()
+	if cs == nil || i < 0 || i >= len(cs.v) {
+		n := 0
+		if cs != nil {
+			n = len(cs.v)
+		}
+		return nil, opErr(name, w.c.rank, ErrInvalidNotification, "counter %d of %d", i, n)
+	}
+	return &cs.v[i], nil
+}
+
+// Counter returns the value of notification counter i.
+func (w *Win) Counter(i int) (uint64, error) {
+	p, err := w.counter("Counter", i)
+	if err != nil {
+		return 0, err
+	}
+	return p.Load(), nil
+}
+
+// SetCounter sets notification counter i to v.
+func (w *Win) SetCounter(i int, v uint64) error {
+	p, err := w.counter("SetCounter", i)
+	if err != nil {
+		return err
+	}
+	p.Store(v)
+	return nil
+}
+
+// WaitCounter waits until notification counter i is at least v.
+func (w *Win) WaitCounter(ctx context.Context, i int, v uint64) error {
+	p, err := w.counter("WaitCounter", i)
+	if err != nil {
+		return err
+	}
+	if p.Load() >= v {
+		return nil
+	}
+	if err := w.c.waitNotice(ctx, func() bool { return p.Load() >= v }); err != nil {
+		return w.c.ctxErr("WaitCounter", err)
+	}
+	return nil
+}
+
+// CounterThreshold returns a request that completes when notification
+// counter i is at least v; it works with Test, Wait and the WaitAny
+// family, and any number of them may watch one counter.
+func (w *Win) CounterThreshold(i int, v uint64) (*Request, error) {
+	if _, err := w.counter("CounterThreshold", i); err != nil {
+		return nil, err
+	}
+	return &Request{c: w.c, kind: reqThreshold, op: "CounterThreshold", win: w, counter: i, threshold: v}, nil
+}
+
+// Cmp is a comparison for WaitSignal.
+type Cmp uint8
+
+// Comparisons, as OpenSHMEM's SHMEM_CMP_*.
+const (
+	CmpEQ Cmp = iota + 1
+	CmpNE
+	CmpGT
+	CmpGE
+	CmpLT
+	CmpLE
+)
+
+func (c Cmp) holds(a, b uint64) bool {
+	switch c {
+	case CmpEQ:
+		return a == b
+	case CmpNE:
+		return a != b
+	case CmpGT:
+		return a > b
+	case CmpGE:
+		return a >= b
+	case CmpLT:
+		return a < b
+	case CmpLE:
+		return a <= b
+	}
+	return false
+}
+
+func (w *Win) signalWord(name string, off int) ([]byte, error) {
+	if err := w.check(name); err != nil {
+		return nil, err
+	}
+	if off < 0 || off+8 > len(w.mem) {
+		return nil, opErr(name, w.c.rank, ErrBounds, "signal word at byte %d outside window of %d bytes", off, len(w.mem))
+	}
+	if off%8 != 0 {
+		return nil, opErr(name, w.c.rank, ErrAlign, "signal word at byte %d is not 8-byte aligned", off)
+	}
+	return w.mem[off : off+8], nil
+}
+
+// Signal reads the signal word at byte offset off of the local window.
+func (w *Win) Signal(off int) (uint64, error) {
+	word, err := w.signalWord("Signal", off)
+	if err != nil {
+		return 0, err
+	}
+	return mem.AtomicLoad64(word), nil
+}
+
+// WaitSignal waits until the signal word at byte offset off of the local
+// window satisfies cmp against v, and returns its value then.
+func (w *Win) WaitSignal(ctx context.Context, off int, cmp Cmp, v uint64) (uint64, error) {
+	word, err := w.signalWord("WaitSignal", off)
+	if err != nil {
+		return 0, err
+	}
+	if cmp < CmpEQ || cmp > CmpLE {
+		return 0, opErr("WaitSignal", w.c.rank, ErrInvalidArgs, "comparison %d", cmp)
+	}
+	var got uint64
+	cond := func() bool {
+		got = mem.AtomicLoad64(word)
+		return cmp.holds(got, v)
+	}
+	if cond() {
+		return got, nil
+	}
+	if err := w.c.waitNotice(ctx, cond); err != nil {
+		return 0, w.c.ctxErr("WaitSignal", err)
+	}
+	return got, nil
+}
+
+// Notice is what an operation carries to tell its target; the transport
+// delivers it unchanged after the data (see transport.Notice).
+type Notice = transport.Notice
+
+// Notice kinds and signal operations, for the public package.
+const (
+	NoticeTag     = transport.NoticeTag
+	NoticeCounter = transport.NoticeCounter
+	NoticeSignal  = transport.NoticeSignal
+	SignalSet     = transport.SignalSet
+	SignalAdd     = transport.SignalAdd
+)
+
+// SignalOp is the update of a signal notice.
+type SignalOp = transport.SignalOp

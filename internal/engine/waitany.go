@@ -1,0 +1,118 @@
+package engine
+
+import "context"
+
+// The wait family over any mix of requests: two-sided, request-based RMA,
+// notification and counter-threshold requests. Nil and freed requests are
+// skipped, as MPI skips MPI_REQUEST_NULL, and so is a request whose
+// completion one of these functions has already reported (MPI sets it to
+// MPI_REQUEST_NULL); a notification request takes part again once started.
+
+// pending reports whether r takes part in a wait: it exists, is not
+// freed, and is not an inactive persistent request.
+func (r *Request) pending() bool {
+	if r == nil || r.freed {
+		return false
+	}
+	if r.kind == reqNotify {
+		return r.active
+	}
+	return !r.reported
+}
+
+// commOf returns the Comm of the first request that takes part.
+func commOf(reqs []*Request) *Comm {
+	for _, r := range reqs {
+		if r.pending() {
+			return r.c
+		}
+	}
+	return nil
+}
+
+// TestAny tests the requests in order and reports the first that is
+// complete: its index and status. It returns index -1 if none is complete
+// (or none takes part).
+func TestAny(reqs []*Request) (int, Status, error) {
+	for i, r := range reqs {
+		if !r.pending() {
+			continue
+		}
+		st, done, err := r.Test()
+		if done || err != nil {
+			r.reported = true
+			return i, st, err
+		}
+	}
+	return -1, Status{}, nil
+}
+
+// WaitAny waits until one of the requests completes and returns its index
+// and status. It returns index -1 at once if no request takes part.
+func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
+	c := commOf(reqs)
+	if c == nil {
+		return -1, Status{}, nil
+	}
+	var idx int
+	var st Status
+	var err error
+	werr := c.waitNotice(ctx, func() bool {
+		idx, st, err = TestAny(reqs)
+		return idx >= 0
+	})
+	if werr != nil && idx < 0 {
+		return -1, Status{}, c.ctxErr("WaitAny", werr)
+	}
+	return idx, st, err
+}
+
+// WaitAll waits until every request completes. statuses, if not nil, must
+// have len(reqs) entries and receives each status. It returns the first
+// error of a request, after all have completed or ctx is done.
+func WaitAll(ctx context.Context, reqs []*Request, statuses []Status) error {
+	if statuses != nil && len(statuses) != len(reqs) {
+		return opErr("WaitAll", -1, ErrInvalidArgs, "%d statuses for %d requests", len(statuses), len(reqs))
+	}
+	var first error
+	for i, r := range reqs {
+		if !r.pending() {
+			continue
+		}
+		st, err := r.Wait(ctx)
+		if err == nil || ctx.Err() == nil {
+			r.reported = true
+		}
+		if statuses != nil {
+			statuses[i] = st
+		}
+		if err != nil && first == nil {
+			first = err
+			if ctx.Err() != nil {
+				return first
+			}
+		}
+	}
+	return first
+}
+
+// TestSome tests every request and appends the indices of those that are
+// complete to done (which may be nil; pass a reused slice to avoid
+// allocating). It returns the first error met.
+func TestSome(reqs []*Request, done []int) ([]int, error) {
+	var first error
+	for i, r := range reqs {
+		if !r.pending() {
+			continue
+		}
+		_, ok, err := r.Test()
+		if ok || err != nil {
+			r.reported = true
+			done = append(done, i)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return done, first
+}
