@@ -35,7 +35,7 @@ type Comm struct {
 	nextWin uint32
 	byKey   atomic.Pointer[map[transport.Key]*Win] // windows by data key, for notices; copy-on-write under winMu
 
-	waiters atomic.Int32 // goroutines in waitNotice: notices wake them
+	sleepers atomic.Int32 // goroutines asleep in wait, to be woken by wake
 
 	failMu sync.Mutex
 	failed []bool // peers the transport reported failed
@@ -87,7 +87,7 @@ func (c *Comm) handleFailure(peer int, err error) {
 		c.failed[peer] = true
 	}
 	c.failMu.Unlock()
-	c.sig.broadcast()
+	c.wake()
 }
 
 // peerFailed reports whether the transport declared rank r failed.

@@ -25,8 +25,8 @@ import (
 //   - signal: the 64-bit word at the notice's offset in the window is set
 //     or added to, atomically.
 //
-// Waiters are woken through the Comm's signal only when somebody waits
-// (Comm.waiters), so a notice nobody waits for costs no wake-up.
+// Waiters are woken through Comm.wake, which costs an atomic load unless
+// somebody sleeps.
 
 // MaxTag is the largest tag a notice or message may carry.
 const MaxTag = 1<<31 - 1
@@ -106,17 +106,7 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 	default:
 		return
 	}
-	if c.waiters.Load() > 0 {
-		c.sig.broadcast()
-	}
-}
-
-// waitNotice is Comm.wait for conditions that notices change: it registers
-// the caller as a waiter so that handleNotice wakes it.
-func (c *Comm) waitNotice(ctx context.Context, cond func() bool) error {
-	c.waiters.Add(1)
-	defer c.waiters.Add(-1)
-	return c.wait(ctx, cond)
+	c.wake()
 }
 
 // publishKeys rebuilds the key-to-window map that handleNotice reads
@@ -184,10 +174,10 @@ func (w *Win) NotifyInit(source, tag, count int) (*Request, error) {
 // testNotify matches notices for a started notification request: it
 // drains the inbox and takes matching notices, oldest first, until count
 // are matched.
-func (r *Request) testNotify() (Status, bool, error) {
+func (r *Request) testNotify(name string) (Status, bool, error) {
 	w := r.win
 	if w.freed {
-		return Status{}, false, opErr("Test", r.c.rank, ErrFreed, "window of the request")
+		return Status{}, false, opErr(name, r.c.rank, ErrFreed, "window of the request")
 	}
 	if !r.active {
 		return r.st, true, nil
@@ -206,29 +196,44 @@ func (r *Request) testNotify() (Status, bool, error) {
 }
 
 // testThreshold tests a counter-threshold request.
-func (r *Request) testThreshold() (Status, bool, error) {
+func (r *Request) testThreshold(name string) (Status, bool, error) {
 	w := r.win
 	if w.freed {
-		return Status{}, false, opErr("Test", r.c.rank, ErrFreed, "window of the request")
+		return Status{}, false, opErr(name, r.c.rank, ErrFreed, "window of the request")
+	}
+	st := Status{Source: AnySource, Tag: r.counter}
+	if r.reached {
+		// Complete once, complete for good, whatever the counter does.
+		return st, true, nil
 	}
 	cs := w.counters.Load()
 	if cs == nil || r.counter >= len(cs.v) {
-		return Status{}, true, opErr("Test", r.c.rank, ErrInvalidNotification, "counter %d no longer exists", r.counter)
+		return Status{}, true, opErr(name, r.c.rank, ErrInvalidNotification, "counter %d no longer exists", r.counter)
 	}
 	if cs.v[r.counter].Load() < r.threshold {
 		return Status{}, false, nil
 	}
-	return Status{Source: AnySource, Tag: r.counter}, true, nil
+	r.reached = true
+	return st, true, nil
 }
 
 // Start activates a persistent request (a notification request): its
-// match count is reset, and Test and Wait look for count new matches.
+// match count is reset, and Test and Wait look for count new matches. A
+// request that is already active (started and not yet complete) is
+// refused with ErrInvalidArgs, and keeps its matches.
 func (r *Request) Start() error {
 	if err := r.check("Start"); err != nil {
 		return err
 	}
 	if r.kind != reqNotify {
 		return opErr("Start", r.c.rank, ErrInvalidArgs, "not a persistent request")
+	}
+	if r.win.freed {
+		return opErr("Start", r.c.rank, ErrFreed, "window of the request")
+	}
+	if r.active {
+		// Restarting would drop the matches made so far.
+		return opErr("Start", r.c.rank, ErrInvalidArgs, "request is active: %d of %d matched", r.matched, r.count)
 	}
 	r.matched = 0
 	r.active = true
@@ -239,12 +244,24 @@ func (r *Request) Start() error {
 // collectively; ranks may ask for different n. Operations issued before
 // the call are complete first, so no notice is lost: counters that exist
 // before and after keep their values. It may be called again to resize.
+// Operations queued in an open fence or PSCW epoch by the deferred
+// strategy are completed by that epoch's closing call, not here.
 func (w *Win) SetCounters(ctx context.Context, n int) error {
 	if err := w.check("SetCounters"); err != nil {
 		return err
 	}
 	if n < 0 || n > MaxTag {
 		return opErr("SetCounters", w.c.rank, ErrInvalidArgs, "%d counters", n)
+	}
+	// Operations queued in lock epochs (deferred strategy) are pending
+	// too: perform them. (Operations queued in a fence or PSCW epoch can
+	// only be performed by that epoch's closing call.)
+	for t := range w.queue {
+		if len(w.queue[t]) > 0 && (w.lockKind[t] != 0 || w.lockAll) {
+			if err := w.settle("SetCounters", ctx, t); err != nil {
+				return err
+			}
+		}
 	}
 	if err := w.c.ep.FlushAll(ctx); err != nil {
 		return opErr("SetCounters", w.c.rank, ErrPeer, "flush: %v", err)
@@ -315,7 +332,7 @@ func (w *Win) WaitCounter(ctx context.Context, i int, v uint64) error {
 	if p.Load() >= v {
 		return nil
 	}
-	if err := w.c.waitNotice(ctx, func() bool { return p.Load() >= v }); err != nil {
+	if err := w.c.wait(ctx, func() bool { return p.Load() >= v }); err != nil {
 		return w.c.ctxErr("WaitCounter", err)
 	}
 	return nil
@@ -402,7 +419,7 @@ func (w *Win) WaitSignal(ctx context.Context, off int, cmp Cmp, v uint64) (uint6
 	if cond() {
 		return got, nil
 	}
-	if err := w.c.waitNotice(ctx, cond); err != nil {
+	if err := w.c.wait(ctx, cond); err != nil {
 		return 0, w.c.ctxErr("WaitSignal", err)
 	}
 	return got, nil

@@ -84,13 +84,13 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 			r.deliver(src, tag, payload)
 			c.posted = remove(c.posted, i)
 			c.mu.Unlock()
-			c.sig.broadcast()
+			c.wake()
 			return
 		}
 	}
 	c.unexpected = append(c.unexpected, &message{src: src, ctx: ctx, tag: tag, data: append([]byte(nil), payload...)})
 	c.mu.Unlock()
-	c.sig.broadcast()
+	c.wake()
 }
 
 func (c *Comm) send(op string, ctx uint8, buf []byte, dest, tag int) error {

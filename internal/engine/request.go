@@ -38,6 +38,7 @@ type Request struct {
 	// threshold request
 	counter   int
 	threshold uint64
+	reached   bool
 
 	reported bool // the wait family reported its completion (see pending)
 }
@@ -54,8 +55,12 @@ func (r *Request) check(op string) error {
 
 // Test reports whether the operation is complete, without blocking. Once
 // it reports true, the status and error are final.
-func (r *Request) Test() (Status, bool, error) {
-	if err := r.check("Test"); err != nil {
+func (r *Request) Test() (Status, bool, error) { return r.test("Test") }
+
+// test is Test on behalf of the call name (Test, Wait, WaitAny...), which
+// its errors name.
+func (r *Request) test(name string) (Status, bool, error) {
+	if err := r.check(name); err != nil {
 		return Status{}, false, err
 	}
 	switch r.kind {
@@ -71,9 +76,9 @@ func (r *Request) Test() (Status, bool, error) {
 		}
 		return r.recv.st, true, nil
 	case reqNotify:
-		return r.testNotify()
+		return r.testNotify(name)
 	case reqThreshold:
-		return r.testThreshold()
+		return r.testThreshold(name)
 	case reqRMA:
 		if !r.comp.Complete() && r.win != nil {
 			if err := r.win.progressRequest(bg, r.target, false); err != nil {
@@ -104,11 +109,11 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	var st Status
 	var err error
 	var done bool
-	werr := r.c.waitNotice(ctx, func() bool {
-		st, done, err = r.Test()
-		return done
+	werr := r.c.wait(ctx, func() bool {
+		st, done, err = r.test("Wait")
+		return done || err != nil
 	})
-	if werr != nil && !done {
+	if werr != nil && !done && err == nil {
 		return Status{}, r.c.ctxErr("Wait", werr)
 	}
 	return st, err

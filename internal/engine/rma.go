@@ -348,7 +348,7 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 	if !w.synchronous || !w.lockHeld[t] {
 		// The operation may complete on another goroutine: let that
 		// wake waiters of the wait family.
-		r.comp.SetWake(w.c.sig.broadcast)
+		r.comp.SetWake(w.c.wake)
 	}
 	if !w.lockHeld[t] {
 		// Deferred lock not taken yet: queue the operation with its

@@ -42,6 +42,13 @@ const spinRounds = 8
 
 // wait blocks until cond returns true, ctx is done or the job is aborted.
 // cond is called without locks held by wait; it must be cheap.
+//
+// It spins first (yielding between checks), then registers as a sleeper
+// and sleeps on the Comm's signal. Wakers (wake) broadcast only when a
+// sleeper is registered, so the common handoff to a spinning waiter costs
+// the waker one atomic load. No wake-up is lost: a sleeper registers
+// before its last check of cond, and a waker changes the state before it
+// looks for sleepers.
 func (c *Comm) wait(ctx context.Context, cond func() bool) error {
 	for i := 0; i < spinRounds; i++ {
 		if cond() {
@@ -49,6 +56,8 @@ func (c *Comm) wait(ctx context.Context, cond func() bool) error {
 		}
 		runtime.Gosched()
 	}
+	c.sleepers.Add(1)
+	defer c.sleepers.Add(-1)
 	for {
 		ch := c.sig.channel()
 		if cond() {
@@ -61,6 +70,13 @@ func (c *Comm) wait(ctx context.Context, cond func() bool) error {
 		case <-c.abort:
 			return c.abortError()
 		}
+	}
+}
+
+// wake tells waiters that state they may be waiting for has changed.
+func (c *Comm) wake() {
+	if c.sleepers.Load() > 0 {
+		c.sig.broadcast()
 	}
 }
 

@@ -33,12 +33,14 @@ func commOf(reqs []*Request) *Comm {
 // TestAny tests the requests in order and reports the first that is
 // complete: its index and status. It returns index -1 if none is complete
 // (or none takes part).
-func TestAny(reqs []*Request) (int, Status, error) {
+func TestAny(reqs []*Request) (int, Status, error) { return testAny("TestAny", reqs) }
+
+func testAny(name string, reqs []*Request) (int, Status, error) {
 	for i, r := range reqs {
 		if !r.pending() {
 			continue
 		}
-		st, done, err := r.Test()
+		st, done, err := r.test(name)
 		if done || err != nil {
 			r.reported = true
 			return i, st, err
@@ -57,8 +59,8 @@ func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
 	var idx int
 	var st Status
 	var err error
-	werr := c.waitNotice(ctx, func() bool {
-		idx, st, err = TestAny(reqs)
+	werr := c.wait(ctx, func() bool {
+		idx, st, err = testAny("WaitAny", reqs)
 		return idx >= 0
 	})
 	if werr != nil && idx < 0 {
@@ -105,7 +107,7 @@ func TestSome(reqs []*Request, done []int) ([]int, error) {
 		if !r.pending() {
 			continue
 		}
-		_, ok, err := r.Test()
+		_, ok, err := r.test("TestSome")
 		if ok || err != nil {
 			r.reported = true
 			done = append(done, i)

@@ -320,5 +320,5 @@ func (c *Comm) handleWin(src int, hdr, _ []byte) {
 		w.fenceDone++
 	}
 	w.ctlMu.Unlock()
-	c.sig.broadcast()
+	c.wake()
 }
