@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -328,4 +329,14 @@ func barrierThen(c *narma.Comm, check func() error) error {
 		return err
 	}
 	return c.Barrier(c.Context())
+}
+
+// skipOnAsync skips tests that measure properties of the in-process
+// transport (allocation counts, completion at return) when the suite runs
+// over the asynchronous test transport (NARMA_TEST_TRANSPORT=async).
+func skipOnAsync(t *testing.T) {
+	t.Helper()
+	if os.Getenv("NARMA_TEST_TRANSPORT") != "" {
+		t.Skip("measures the in-process transport; NARMA_TEST_TRANSPORT is set")
+	}
 }

@@ -120,6 +120,9 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 }
 
 // Free releases the request. A receive that has not matched is cancelled.
+// Notices an active notification request has already matched are consumed
+// with it (MPI likewise lets a freed persistent request complete on its
+// own); notices it has not matched stay queued for other requests.
 // Free of an RMA request does not cancel the operation; its completion is
 // still guaranteed by the epoch's closing call.
 func (r *Request) Free() error {

@@ -384,12 +384,12 @@ func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (b
 		err = reg.Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
 	}
 	if err == nil && !s.comp.Complete() {
-		if ctx.Err() != nil {
-			return false, w.c.ctxErr(name, w.c.stopErr(ctx))
-		}
-		if err = s.comp.Wait(ctx); err != nil && ctx.Err() != nil {
-			return false, w.c.ctxErr(name, w.c.stopErr(ctx))
-		}
+		// Wait for this attempt even if ctx ends: abandoning it would
+		// leave an update of the lock word (and of s.res) in flight. A
+		// transport completes every operation, with ErrPeer if the peer
+		// fails, so this wait is bounded; the caller checks ctx between
+		// attempts.
+		err = s.comp.Wait(bg)
 	}
 	if err != nil {
 		return false, opErr(name, w.c.rank, ErrPeer, "lock at rank %d: %v", t, err)
