@@ -127,3 +127,20 @@ func (w *Win[T]) Strategy() Strategy { return Strategy(w.eng().Strategy()) }
 // memory of an Allocate'd window is released; Create's buffer stays the
 // caller's.
 func (w *Win[T]) Free(ctx context.Context) error { return w.eng().Free(ctx) }
+
+// As returns a view of w whose data-movement calls move elements of type
+// U: the same window, with the same epochs, displacement unit and memory.
+// Use it to reach differently typed data in one window, e.g. uint64
+// signal words in a window of float64, or typed objects in a byte window.
+// The view's Local covers the whole elements of U that fit in the local
+// memory; it is nil if the memory is not aligned for U.
+func As[U, T Elem](w *Win[T]) *Win[U] {
+	if w == nil {
+		return nil
+	}
+	v := &Win[U]{e: w.e, t: mem.TypeOf[U]()}
+	b := w.e.Memory()
+	b = b[:len(b)-len(b)%mem.SizeOf[U]()]
+	v.local, _ = mem.Slice[U](b)
+	return v
+}
