@@ -2,6 +2,8 @@ package narma
 
 import (
 	"context"
+	"fmt"
+	"math"
 
 	"github.com/narma-rma/narma/internal/engine"
 	"github.com/narma-rma/narma/internal/mem"
@@ -53,8 +55,8 @@ func winOptions[T Elem](opts []WinOption) engine.WinOptions {
 // collectively, and returns it; Local gives the local part. Ranks may pass
 // different n.
 func Allocate[T Elem](ctx context.Context, c *Comm, n int, opts ...WinOption) (*Win[T], error) {
-	if n < 0 {
-		return nil, &OpError{Op: "Allocate", Rank: c.Rank(), Detail: "negative length", Err: ErrInvalid}
+	if n < 0 || n > math.MaxInt/mem.SizeOf[T]() {
+		return nil, &OpError{Op: "Allocate", Rank: c.Rank(), Detail: fmt.Sprintf("%d elements", n), Err: ErrInvalid}
 	}
 	e, err := c.e.Allocate(ctx, n*mem.SizeOf[T](), winOptions[T](opts))
 	if err != nil {
@@ -83,11 +85,12 @@ func newWin[T Elem](e *engine.Win) *Win[T] {
 	return w
 }
 
-// AllocMem returns n zeroed elements of library memory, usable with Create.
-// Release it with FreeMem once no window uses it.
+// AllocMem returns n zeroed elements of library memory, usable with Create
+// (nil for a negative or impossibly large n). Release it with FreeMem once
+// no window uses it.
 func AllocMem[T Elem](n int) []T {
-	if n < 0 {
-		n = 0
+	if n < 0 || n > math.MaxInt/mem.SizeOf[T]() {
+		return nil
 	}
 	s, _ := mem.Slice[T](mem.Alloc(n * mem.SizeOf[T]()))
 	return s

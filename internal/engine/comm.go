@@ -37,8 +37,8 @@ type Comm struct {
 
 	sleepers atomic.Int32 // goroutines asleep in wait, to be woken by wake
 
-	failMu sync.Mutex
-	failed []bool // peers the transport reported failed
+	failed  []atomic.Bool // peers the transport reported failed
+	nfailed atomic.Int32
 }
 
 // New builds the engine for one rank over ep. abort is closed when the job
@@ -51,7 +51,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		abort:    abort,
 		abortErr: abortErr,
 		wins:     make(map[uint32]*Win),
-		failed:   make([]bool, ep.Size()),
+		failed:   make([]atomic.Bool, ep.Size()),
 	}
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	ep.SetAMHandler(amWin, c.handleWin)
@@ -82,20 +82,19 @@ func (c *Comm) abortError() error {
 }
 
 func (c *Comm) handleFailure(peer int, err error) {
-	c.failMu.Lock()
-	if peer >= 0 && peer < len(c.failed) {
-		c.failed[peer] = true
+	if peer >= 0 && peer < len(c.failed) && !c.failed[peer].Swap(true) {
+		c.nfailed.Add(1)
 	}
-	c.failMu.Unlock()
-	c.wake()
+	c.sig.broadcast()
 }
 
 // peerFailed reports whether the transport declared rank r failed.
 func (c *Comm) peerFailed(r int) bool {
-	c.failMu.Lock()
-	defer c.failMu.Unlock()
-	return r >= 0 && r < len(c.failed) && c.failed[r]
+	return r >= 0 && r < len(c.failed) && c.failed[r].Load()
 }
+
+// anyFailed reports whether the transport declared any peer failed.
+func (c *Comm) anyFailed() bool { return c.nfailed.Load() > 0 }
 
 func (c *Comm) checkRank(op string, r int) error {
 	if r < 0 || r >= c.size {

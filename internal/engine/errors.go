@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -49,6 +50,24 @@ func (e *OpError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *OpError) Unwrap() error { return e.Err }
+
+// causeError is a sentinel together with the error that caused it, so
+// that errors.Is matches both (e.g. ErrPeer and the transport's error).
+type causeError struct{ sentinel, cause error }
+
+func (e *causeError) Error() string   { return e.sentinel.Error() + ": " + e.cause.Error() }
+func (e *causeError) Unwrap() []error { return []error{e.sentinel, e.cause} }
+
+// transportFailure wraps an error a transport returned for op. A context
+// error stays a context error (and the abort stays the abort); anything
+// else is ErrPeer, keeping the cause.
+func (c *Comm) transportFailure(op string, ctx context.Context, err error, format string, args ...any) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return c.ctxErr(op, c.stopErr(ctx))
+	}
+	d := fmt.Sprintf(format, args...)
+	return &OpError{Op: op, Rank: c.rank, Detail: d, Err: &causeError{ErrPeer, err}}
+}
 
 func opErr(op string, rank int, err error, format string, args ...any) error {
 	d := ""

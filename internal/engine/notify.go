@@ -84,6 +84,11 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 	}
 	switch n.Kind {
 	case transport.NoticeTag:
+		if n.Tag < 0 {
+			// A negative tag would match like AnyTag: refuse it.
+			w.badNotices.Add(1)
+			return
+		}
 		w.inbox.push(int32(src), n.Tag)
 	case transport.NoticeCounter:
 		cs := w.counters.Load()
@@ -93,7 +98,7 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 		}
 		cs.v[n.Tag].Add(1)
 	case transport.NoticeSignal:
-		if n.Offset%8 != 0 || n.Offset+8 > uint64(len(w.mem)) {
+		if len(w.mem) < 8 || n.Offset > uint64(len(w.mem)-8) || n.Offset%8 != 0 {
 			w.badNotices.Add(1)
 			return
 		}
@@ -180,7 +185,9 @@ func (r *Request) testNotify(name string) (Status, bool, error) {
 		return Status{}, false, opErr(name, r.c.rank, ErrFreed, "window of the request")
 	}
 	if !r.active {
-		return r.st, true, nil
+		// An inactive persistent request completes at once with an
+		// empty status, as in MPI.
+		return Status{Source: AnySource, Tag: AnyTag}, true, nil
 	}
 	w.inbox.drain(&w.mq)
 	for r.matched < r.count {
@@ -264,7 +271,7 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 		}
 	}
 	if err := w.c.ep.FlushAll(ctx); err != nil {
-		return opErr("SetCounters", w.c.rank, ErrPeer, "flush: %v", err)
+		return w.c.transportFailure("SetCounters", ctx, err, "flush")
 	}
 	var mine [1]int64
 	mine[0] = int64(n)

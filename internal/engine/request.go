@@ -89,7 +89,7 @@ func (r *Request) test(name string) (Status, bool, error) {
 			return Status{}, false, nil
 		}
 		if err := r.comp.Err(); err != nil {
-			return r.st, true, opErr(r.op, r.c.rank, ErrPeer, "%v", err)
+			return r.st, true, r.c.transportFailure(r.op, bg, err, "rank %d", r.st.Source)
 		}
 		return r.st, true, nil
 	}

@@ -79,6 +79,9 @@ type rmaOp struct {
 // It writes nothing.
 func (w *Win) prepare(name string, a *Access, o *plan) error {
 	rank := w.c.rank
+	if a.Kind < KindPut || a.Kind > KindCompareAndSwap {
+		return opErr(name, rank, ErrInvalidArgs, "operation kind %d", a.Kind)
+	}
 	if err := w.c.checkRank(name, a.Target); err != nil {
 		return err
 	}
@@ -152,7 +155,7 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 	o.notice = a.Notice
 	if a.Notice.Kind == transport.NoticeSignal {
 		// The signal word is addressed in the target's displacement units.
-		if a.Notice.Offset > uint64(size) {
+		if a.Notice.Offset > uint64(size)/uint64(unit) {
 			return opErr(name, rank, ErrBounds, "signal displacement %d outside window of %d bytes at rank %d", a.Notice.Offset, size, a.Target)
 		}
 		o.notice.Offset = a.Notice.Offset * uint64(unit)
@@ -274,7 +277,7 @@ func (w *Win) Do(a *Access) error {
 // nothing, whenever any check fails or the operation must be queued; the
 // general path then does the work and produces the error message.
 func (w *Win) fastPath(a *Access) bool {
-	if a.Kind > KindGet || w.freed || a.Notice.Kind != 0 || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
+	if (a.Kind != KindPut && a.Kind != KindGet) || w.freed || a.Notice.Kind != 0 || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
 		return false
 	}
 	t := a.Target
@@ -294,7 +297,6 @@ func (w *Win) fastPath(a *Access) bool {
 		if w.strategy == Deferred {
 			return false
 		}
-		w.fenceUsed = true
 	default:
 		return false
 	}
@@ -305,6 +307,9 @@ func (w *Win) fastPath(a *Access) bool {
 	size, unit := w.sizes[t], w.units[t]
 	if a.Disp < 0 || a.Disp > size/unit || a.Disp*unit+len(a.Origin) > size {
 		return false
+	}
+	if w.fenceOpen && !(w.lockKind[t] != 0 || w.lockAll) && !(w.accessOn && w.accessSet[t]) {
+		w.fenceUsed = true // only now that every check passed
 	}
 	var err error
 	if a.Kind == KindPut {

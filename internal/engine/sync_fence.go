@@ -45,7 +45,7 @@ func (w *Win) Fence(ctx context.Context, assert Assert) error {
 	} else if assert&(NoPrecede|NoSucceed) != NoPrecede|NoSucceed {
 		if assert&NoPrecede == 0 && w.fenceUsed {
 			if ferr := w.c.ep.FlushAll(ctx); ferr != nil {
-				err = opErr("Fence", w.c.rank, ErrPeer, "flush: %v", ferr)
+				err = w.c.transportFailure("Fence", ctx, ferr, "flush")
 			}
 		}
 		if berr := w.c.Barrier(ctx); berr != nil && err == nil {
@@ -82,7 +82,7 @@ func (w *Win) fenceDeferred(ctx context.Context) error {
 		}
 	}
 	if err := w.c.ep.FlushAll(ctx); err != nil && first == nil {
-		first = opErr("Fence", w.c.rank, ErrPeer, "flush: %v", err)
+		first = w.c.transportFailure("Fence", ctx, err, "flush")
 	}
 	for t := range counts {
 		if counts[t] == 0 {
@@ -96,10 +96,16 @@ func (w *Win) fenceDeferred(ctx context.Context) error {
 	err := w.c.wait(ctx, func() bool {
 		w.ctlMu.Lock()
 		defer w.ctlMu.Unlock()
-		return w.fenceDone >= want
+		return w.fenceDone >= want || w.c.anyFailed()
 	})
 	if err != nil {
 		return w.c.ctxErr("Fence", err)
+	}
+	w.ctlMu.Lock()
+	short := w.fenceDone < want
+	w.ctlMu.Unlock()
+	if short {
+		return opErr("Fence", w.c.rank, ErrPeer, "a peer failed before completing the fence")
 	}
 	w.ctlMu.Lock()
 	w.fenceDone -= want

@@ -172,10 +172,11 @@ func (w *Win) settle(name string, ctx context.Context, t int) error {
 // all; with operations queued, the lock is taken, the operations run (gets
 // last) and the lock is released.
 //
-// If the lock cannot be taken (ctx ends first), Unlock returns the error
-// and changes nothing: the epoch stays open with its operations queued,
-// and Unlock may be called again. If the target failed, the queued
-// operations are dropped and the epoch ends with an error wrapping ErrPeer.
+// If the lock cannot be taken before ctx ends, Unlock returns the context
+// error and changes nothing: the epoch stays open with its operations
+// queued, and Unlock may be called again. If the lock cannot be taken for
+// any other reason (the target failed or closed), the queued operations
+// are dropped and the epoch ends with an error wrapping ErrPeer.
 func (w *Win) Unlock(ctx context.Context, target int) error {
 	if err := w.check("Unlock"); err != nil {
 		return err
@@ -230,8 +231,8 @@ func (w *Win) UnlockAll(ctx context.Context) error {
 func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) (ended bool, err error) {
 	if !w.lockHeld[t] && len(w.queue[t]) > 0 {
 		if err = w.settle(name, ctx, t); err != nil && !w.lockHeld[t] {
-			if !w.c.peerFailed(t) {
-				return false, err
+			if ctx.Err() != nil && !w.c.peerFailed(t) {
+				return false, err // may pass: the epoch stays open
 			}
 			w.discard(t, err)
 			return true, err
@@ -240,7 +241,7 @@ func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) 
 	if w.lockHeld[t] {
 		if !w.synchronous {
 			if ferr := w.c.ep.Flush(ctx, t); ferr != nil && err == nil {
-				err = opErr(name, w.c.rank, ErrPeer, "flush rank %d: %v", t, ferr)
+				err = w.c.transportFailure(name, ctx, ferr, "flush rank %d", t)
 			}
 		}
 		if kind&lockNoCheck == 0 {
@@ -303,7 +304,7 @@ func (w *Win) flush(ctx context.Context, name string, t int) error {
 		return nil
 	}
 	if err := w.c.ep.Flush(ctx, t); err != nil {
-		return opErr(name, w.c.rank, ErrPeer, "rank %d: %v", t, err)
+		return w.c.transportFailure(name, ctx, err, "flush rank %d", t)
 	}
 	return nil
 }
@@ -375,6 +376,13 @@ func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (b
 	}
 	reg := w.ctlRegions[t]
 	s := &w.scratch
+	// Earlier releases and undos may still be in flight on s.comp: let
+	// them finish, then forget their outcome, so that this attempt's
+	// error is its own.
+	if !s.comp.Complete() {
+		s.comp.Wait(bg)
+	}
+	s.comp.Reset()
 	var err error
 	if kind&lockExclusive != 0 {
 		s.cmp[0], s.val[0] = 0, lockExcl

@@ -139,7 +139,7 @@ func (w *Win) Complete(ctx context.Context) error {
 	}
 	for _, r := range w.access {
 		if err := w.c.ep.Flush(ctx, r); err != nil && first == nil {
-			first = opErr("Complete", w.c.rank, ErrPeer, "flush rank %d: %v", r, err)
+			first = w.c.transportFailure("Complete", ctx, err, "flush rank %d", r)
 		}
 		if err := w.sendCtl("Complete", r, winComplete); err != nil && first == nil {
 			first = err

@@ -59,11 +59,23 @@ func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
 	var idx int
 	var st Status
 	var err error
-	werr := c.wait(ctx, func() bool {
+	cond := func() bool {
 		idx, st, err = testAny("WaitAny", reqs)
 		return idx >= 0
-	})
+	}
+	var werr error
+	if needsPolling(reqs) {
+		// A request-based operation queued under a deferred lock
+		// completes when a try at the lock succeeds, and the lock's
+		// release wakes nobody here: poll with backoff.
+		werr = c.poll(ctx, "WaitAny", cond)
+	} else {
+		werr = c.wait(ctx, cond)
+	}
 	if werr != nil && idx < 0 {
+		if _, ok := werr.(*OpError); ok {
+			return -1, Status{}, werr
+		}
 		return -1, Status{}, c.ctxErr("WaitAny", werr)
 	}
 	return idx, st, err
@@ -117,4 +129,29 @@ func TestSome(reqs []*Request, done []int) ([]int, error) {
 		}
 	}
 	return done, first
+}
+
+// needsPolling reports whether some request completes only through this
+// rank's own attempts (a request-based operation queued under a deferred
+// lock not yet taken), which no wake-up announces.
+func needsPolling(reqs []*Request) bool {
+	for _, r := range reqs {
+		if r.pending() && r.kind == reqRMA && r.win != nil && !r.comp.Complete() {
+			return true
+		}
+	}
+	return false
+}
+
+// poll checks cond with backoff between checks until it holds or ctx
+// ends.
+func (c *Comm) poll(ctx context.Context, name string, cond func() bool) error {
+	for try := 0; ; try++ {
+		if cond() {
+			return nil
+		}
+		if err := c.backoff(ctx, name, -1, try); err != nil {
+			return err
+		}
+	}
 }

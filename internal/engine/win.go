@@ -46,6 +46,10 @@ type WinOptions struct {
 	Strategy Strategy
 }
 
+// MaxDispUnit bounds the displacement unit, so that displacement times
+// unit cannot overflow for any displacement inside a window.
+const MaxDispUnit = 1 << 20
+
 // ctlSize is the size of a window's control region: the lock word
 // (uint64 at offset 0) on its own cache line.
 const ctlSize = 64
@@ -144,8 +148,8 @@ func (c *Comm) Create(ctx context.Context, buf []byte, opt WinOptions) (*Win, er
 }
 
 func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, opt WinOptions) (*Win, error) {
-	if opt.DispUnit < 0 {
-		return nil, opErr(op, c.rank, ErrInvalidArgs, "displacement unit %d", opt.DispUnit)
+	if opt.DispUnit < 0 || opt.DispUnit > MaxDispUnit {
+		return nil, opErr(op, c.rank, ErrInvalidArgs, "displacement unit %d not in [1,%d]", opt.DispUnit, MaxDispUnit)
 	}
 	if opt.DispUnit == 0 {
 		opt.DispUnit = 1
@@ -268,6 +272,16 @@ func (w *Win) Free(ctx context.Context) error {
 	}
 	if w.accessOn || w.exposeOn || w.nlocks > 0 || w.lockAll || w.queued > 0 || w.fenceUsed {
 		return opErr("Free", w.c.rank, ErrEpoch, "an epoch is still open")
+	}
+	// Lock releases are not awaited when issued: complete them (and
+	// anything else in flight) before the peers may unexpose.
+	if err := w.scratch.comp.Wait(ctx); err != nil && ctx.Err() != nil {
+		return w.c.ctxErr("Free", w.c.stopErr(ctx))
+	}
+	if !w.synchronous {
+		if err := w.c.ep.FlushAll(ctx); err != nil {
+			return w.c.transportFailure("Free", ctx, err, "flush")
+		}
 	}
 	if err := w.c.Barrier(ctx); err != nil {
 		return err

@@ -50,6 +50,15 @@ func (c *Completion) Done(err error) {
 	}
 }
 
+// Reset forgets the recorded error, so that a reused Completion reports
+// only the errors of operations issued after it. It must be called only
+// while the Completion is complete.
+func (c *Completion) Reset() {
+	c.mu.Lock()
+	c.err = nil
+	c.mu.Unlock()
+}
+
 // Complete reports whether no operation is in flight.
 func (c *Completion) Complete() bool { return c.pending.Load() == 0 }
 

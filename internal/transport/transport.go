@@ -157,8 +157,11 @@ type Endpoint interface {
 // values) are consumed before the call returns, like libfabric's inject;
 // larger sources must stay unchanged until the operation completes.
 // Operations from one origin to one target with a notice are delivered in
-// issue order; accumulates from one origin to one target are applied in
-// issue order.
+// issue order, and a notice is delivered only after every operation issued
+// before it from the same origin to the same target is complete at the
+// target (so a strided operation, split into pieces, may carry its notice
+// on the last piece); accumulates from one origin to one target are
+// applied in issue order.
 type Region interface {
 	// Size returns the region's size in bytes.
 	Size() int
