@@ -136,3 +136,7 @@ const (
 // Bytes returns the bytes of s without copying: a zero-copy view for
 // Send, Recv and other byte-level calls. The view aliases s.
 func Bytes[T Elem](s []T) []byte { return mem.Bytes(s) }
+
+// SizeOf returns the size in bytes of one element of type T, for byte
+// offsets into windows (e.g. layouts in a byte window).
+func SizeOf[T Elem]() int { return mem.SizeOf[T]() }

@@ -103,6 +103,9 @@ func (h *Heap) Alloc(ctx context.Context, n, align int) (int, error) {
 	if align == 0 {
 		align = 8
 	}
+	if n == 0 {
+		n = 1 // every live object has its own offset
+	}
 	if n < 0 || align < 0 || align&(align-1) != 0 {
 		return 0, fmt.Errorf("symheap: Alloc(%d, align %d): %w", n, align, narma.ErrInvalid)
 	}

@@ -1,0 +1,265 @@
+package coarray
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/narma-rma/narma"
+	"github.com/narma-rma/narma/internal/symheap"
+)
+
+// DefaultHeapSize is the size of each image's symmetric heap, in bytes,
+// when Init is given no WithHeapSize option.
+const DefaultHeapSize = 1 << 20
+
+// SyncTag is the message tag that SyncImages uses on the job's Comm. A
+// program that also sends its own messages on that Comm must not use this
+// tag, nor receive with AnyTag while images may be synchronizing.
+const SyncTag = narma.MaxTag - 1
+
+// ErrNoMemory reports that the symmetric heap has no free block large
+// enough for New: give Init a larger WithHeapSize.
+var ErrNoMemory = symheap.ErrNoMemory
+
+// Images is one image's view of a coarray job: its image number, the
+// number of images and the symmetric heap that holds every Array, Event
+// and Notify made from it. Init makes it.
+//
+// An Images, and every object made from it, is used by one goroutine of
+// its image at a time. Make at most one Images per Comm: SyncImages
+// messages of two would mix.
+type Images struct {
+	c    *narma.Comm
+	h    *symheap.Heap
+	w    *narma.Win[byte] // the heap's window, in its lifelong LockAll epoch
+	done bool             // finalized
+}
+
+// Option configures Init.
+type Option func(*config)
+
+type config struct {
+	heapSize int
+}
+
+// WithHeapSize sets the size of each image's symmetric heap in bytes
+// (default DefaultHeapSize). Every array takes its length times its element
+// size, rounded up to 8 bytes, from it; every image must pass the same
+// size.
+func WithHeapSize(bytes int) Option {
+	return func(c *config) { c.heapSize = bytes }
+}
+
+// Init starts coarray programming on c, collectively: every image (every
+// rank of c) calls it with the same options. It creates the symmetric
+// heap. Finalize ends it.
+func Init(ctx context.Context, c *narma.Comm, opts ...Option) (*Images, error) {
+	const op = "coarray.Init"
+	if c == nil {
+		return nil, nilError(op, "Comm")
+	}
+	cfg := config{heapSize: DefaultHeapSize}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	im := &Images{c: c}
+	var local error
+	if cfg.heapSize < 0 {
+		local = im.errorf(op, narma.ErrInvalid, "heap size %d", cfg.heapSize)
+	}
+	if err := im.agree(ctx, opInit, op, local, int64(cfg.heapSize)); err != nil {
+		return nil, err
+	}
+	h, err := symheap.New(ctx, c, cfg.heapSize)
+	if err != nil {
+		return nil, err
+	}
+	im.h, im.w = h, h.Win()
+	return im, nil
+}
+
+// ThisImage returns this image's number. Images are numbered from 0 to
+// NumImages()-1, as Go counts and as narma numbers ranks (the image is the
+// rank of its Comm); Fortran's THIS_IMAGE() is ThisImage()+1.
+func (im *Images) ThisImage() int { return im.c.Rank() }
+
+// NumImages returns the number of images, Fortran's NUM_IMAGES().
+func (im *Images) NumImages() int { return im.c.Size() }
+
+// Comm returns the communicator of the job, for two-sided messages and the
+// collectives (narma.Allreduce is CO_SUM, CO_MAX, ...; narma.Bcast is
+// CO_BROADCAST).
+func (im *Images) Comm() *narma.Comm { return im.c }
+
+// SyncMemory completes every put this image issued, at its target, and
+// makes this image's own stores to its blocks visible: Fortran's SYNC
+// MEMORY. It synchronizes with no other image: pair it with a message,
+// an event or a notify variable that tells the other image to look.
+func (im *Images) SyncMemory(ctx context.Context) error {
+	const op = "coarray.SyncMemory"
+	if err := im.check(op); err != nil {
+		return err
+	}
+	if err := im.w.FlushAll(ctx); err != nil {
+		return err
+	}
+	return im.w.Sync()
+}
+
+// SyncAll is Fortran's SYNC ALL, collectively: every put issued by any
+// image before its SyncAll is complete, and every local store made before
+// it is visible, when SyncAll returns on any image.
+func (im *Images) SyncAll(ctx context.Context) error {
+	const op = "coarray.SyncAll"
+	if err := im.SyncMemory(ctx); err != nil {
+		return err
+	}
+	if err := im.c.Barrier(ctx); err != nil {
+		return &narma.OpError{Op: op, Rank: im.ThisImage(), Err: err}
+	}
+	return nil
+}
+
+// SyncImages is Fortran's SYNC IMAGES(images): this image synchronizes
+// pairwise with each image of the list, which must name this image in a
+// SyncImages of its own. When it returns, every put each listed image
+// issued before its SyncImages is complete and visible here, and theirs
+// see ours. The k-th SyncImages naming image j on this image matches the
+// k-th SyncImages naming this image on j.
+//
+// Each pair exchanges two empty messages on the Comm with tag SyncTag (this
+// image sends to every listed image, then receives from each). Before
+// sending, SyncImages completes every put this image issued, to any image:
+// Fortran's segment order is transitive, so a put to a third image must be
+// complete once a partner that later synchronizes with that image has
+// heard from us. This image may appear in the list (it is skipped); an
+// empty list synchronizes with nobody. An image outside [0, NumImages())
+// is refused with narma.ErrRank and a repeated image with
+// narma.ErrInvalid, before anything is sent.
+func (im *Images) SyncImages(ctx context.Context, images []int) error {
+	const op = "coarray.SyncImages"
+	if err := im.check(op); err != nil {
+		return err
+	}
+	seen := make(map[int]bool, len(images))
+	for _, j := range images {
+		if err := im.checkImage(op, j); err != nil {
+			return err
+		}
+		if seen[j] {
+			return im.errorf(op, narma.ErrInvalid, "image %d appears twice in %v", j, images)
+		}
+		seen[j] = true
+	}
+	if err := im.SyncMemory(ctx); err != nil {
+		return err
+	}
+	me := im.ThisImage()
+	for _, j := range images {
+		if j != me {
+			if err := im.c.Send(ctx, nil, j, SyncTag); err != nil {
+				return err
+			}
+		}
+	}
+	for _, j := range images {
+		if j != me {
+			if _, err := im.c.Recv(ctx, nil, j, SyncTag); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Finalize ends coarray programming, collectively, like the end of a
+// Fortran program: it completes every image's puts, waits for all images
+// and releases the symmetric heap. Every Array, Event and Notify made from
+// im is unusable afterwards (their calls fail with narma.ErrFreed); they
+// need not be freed first.
+func (im *Images) Finalize(ctx context.Context) error {
+	if err := im.SyncAll(ctx); err != nil {
+		return err
+	}
+	im.done = true
+	return im.h.Close(ctx)
+}
+
+// nilError is the error of a call op on a nil object.
+func nilError(op, what string) error {
+	return &narma.OpError{Op: op, Rank: -1, Detail: "nil " + what, Err: narma.ErrInvalid}
+}
+
+// check reports whether im may be used.
+func (im *Images) check(op string) error {
+	if im == nil {
+		return nilError(op, "Images")
+	}
+	if im.done {
+		return im.errorf(op, narma.ErrFreed, "images finalized")
+	}
+	return nil
+}
+
+// checkImage checks an image number.
+func (im *Images) checkImage(op string, image int) error {
+	if image < 0 || image >= im.NumImages() {
+		return im.errorf(op, narma.ErrRank, "image %d not in [0, %d)", image, im.NumImages())
+	}
+	return nil
+}
+
+// errorf returns an error of the call op on this image, wrapping err.
+func (im *Images) errorf(op string, err error, format string, args ...any) error {
+	return &narma.OpError{Op: op, Rank: im.c.Rank(), Detail: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Collective calls, numbered for agree.
+const (
+	opInit = iota + 1
+	opNew
+	opFreeArray
+	opNewCounter
+	opFreeCounter
+	opAttach
+	opDetach
+)
+
+// agree is the argument check of a collective call, one allgather: every
+// image contributes the call it is in, whether its local checks passed
+// (local is nil) and the values that must be equal on every image. An
+// image whose checks failed returns its own error; the others return an
+// error wrapping narma.ErrCollective that names it. So no image goes on
+// into the call's later collective steps alone, to wait there for ever.
+func (im *Images) agree(ctx context.Context, call int, op string, local error, vals ...int64) error {
+	row := make([]int64, 2+len(vals))
+	row[0] = int64(call)
+	if local != nil {
+		row[1] = 1
+	}
+	copy(row[2:], vals)
+	all := make([]int64, len(row)*im.NumImages())
+	if err := narma.Allgather(ctx, im.c, row, all); err != nil {
+		return err
+	}
+	if local != nil {
+		return local
+	}
+	for r := range im.NumImages() {
+		got := all[r*len(row) : (r+1)*len(row)]
+		switch {
+		case got[0] != row[0]:
+			return im.errorf(op, narma.ErrCollective, "image %d is in another collective call", r)
+		case got[1] != 0:
+			return im.errorf(op, narma.ErrCollective, "the call failed on image %d", r)
+		}
+		for i, v := range vals {
+			if got[2+i] != v {
+				return im.errorf(op, narma.ErrCollective, "image %d passed %d where this image passed %d", r, got[2+i], v)
+			}
+		}
+	}
+	return nil
+}
