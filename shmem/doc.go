@@ -1,0 +1,89 @@
+// Package shmem is an OpenSHMEM-style API over narma: processing elements
+// (PEs) that put into and get from each other's symmetric heap,
+// synchronize with barriers, fences, atomics and waits on local
+// variables, and, as Dinan et al. proposed ("Reducing Synchronization
+// Overhead Through Bundled Communication", OpenSHMEM 2014), learn that
+// data arrived from the put itself: counting puts, and OpenSHMEM 1.5's
+// put-with-signal.
+//
+//	err := narma.Run(4, func(c *narma.Comm) error {
+//		ctx := c.Context()
+//		w, err := shmem.Init(ctx, c)
+//		if err != nil {
+//			return err
+//		}
+//		buf, err := shmem.Alloc[int64](ctx, w, 1) // on every PE
+//		if err != nil {
+//			return err
+//		}
+//		next := (w.MyPE() + 1) % w.NPEs()
+//		if err := shmem.P(ctx, w, buf, int64(w.MyPE()), next); err != nil {
+//			return err
+//		}
+//		if err := w.BarrierAll(ctx); err != nil {
+//			return err
+//		}
+//		fmt.Println(w.MyPE(), "got", buf.Local(w)[0])
+//		return w.Finalize(ctx)
+//	})
+//
+// # The model, mapped onto narma
+//
+// The package is a thin layer: every transfer, atomic, count and signal
+// is one narma call on one window, and nothing is implemented twice.
+//
+//   - A PE is a rank of the narma.Comm given to Init; MyPE is its rank and
+//     NPEs the Comm's size.
+//   - The symmetric heap is one narma window of bytes per job
+//     (WithHeapSize, DefaultHeapSize), in a passive-target epoch (LockAll)
+//     from Init to Finalize, so every PE may access every other at any
+//     time. Alloc and Free are collective and deterministic: every PE gets
+//     the same byte offset for the same object, and a Sym[T] (offset and
+//     length) is therefore a remote address valid on every PE. Typed
+//     access goes through narma.As views of the window, one per element
+//     type.
+//   - Put, Get, P and G are narma Put and Get followed by FlushLocal or
+//     Flush of the target; the NBI forms skip the flush, and Quiet
+//     (narma FlushAll) completes them. Fence is FlushAll too: narma does
+//     not order puts, so ordering them means completing them.
+//   - BarrierAll is Quiet and a Comm barrier; Barrier over a set of PEs is
+//     Quiet and messages of tag BarrierTag, which the package reserves on
+//     the Comm (a receive with narma.AnyTag on that Comm could take them).
+//   - The atomics are narma FetchAndOp and CompareAndSwap, then Flush:
+//     each is complete at its target when it returns, fetching or not.
+//   - WaitUntil and Test read local variables with atomic narma reads of
+//     this PE (FetchAndOp or GetAccumulate with NoOp) and poll, yielding
+//     and then sleeping up to 50µs between reads: remote puts and atomics
+//     wake nobody.
+//   - A CT is a notification counter of the heap window; PutCT is a narma
+//     PutNotify with narma.Counter, and CT.Wait is narma's WaitCounter,
+//     which the counting puts wake.
+//   - PutSignal is a narma PutNotify with narma.Signal naming the signal
+//     word's byte offset in the window; SignalWaitUntil is narma's
+//     WaitSignal, which puts with signal wake. A signal word updated by
+//     other means (atomics, puts) does not wake SignalWaitUntil: update
+//     it with PutSignal (an empty src is a pure signal) or poll it with
+//     WaitUntil.
+//
+// Element types are checked at compile time: a Sym[T] moves elements of
+// T only, the atomics and WaitUntil take 32- and 64-bit integers (Int),
+// and signal words are Sym[uint64]. What generics cannot check is
+// checked at run time, before anything is written: an address that is
+// not inside a live symmetric object (freed, or produced by an
+// out-of-range Slice) is refused with ErrNotSymmetric, a PE out of range
+// with narma.ErrRank, a transfer longer than its symmetric object with
+// narma.ErrBounds, an atomic, wait or signal on anything but one element
+// with narma.ErrInvalid. Calls on a finalized World return ErrFinalized
+// and calls on a freed CT narma.ErrFreed. Every error wraps its sentinel:
+// use errors.Is.
+//
+// # Caveats
+//
+// A World, and the CTs made from it, are used by one goroutine of their
+// PE at a time. A nonblocking call's buffer belongs to narma until Quiet:
+// a PutNBI's source must not change, and a GetNBI's destination is not
+// filled, before then. Local loads and stores to the symmetric heap
+// (Sym.Local) must not race with remote accesses to the same memory:
+// read after WaitUntil, CT.Wait, SignalWaitUntil or a barrier has said
+// that the data is there, and write when no PE can be accessing it.
+package shmem

@@ -1,0 +1,59 @@
+package shmem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/narma-rma/narma"
+)
+
+// run runs fn on n PEs, each with a World over a small heap, and
+// finalizes the Worlds. A rank's error fails the test; the job is bounded
+// by a timeout so that a bug shows as a failure, not a hang.
+func run(t *testing.T, n int, fn func(ctx context.Context, w *World) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := narma.RunContext(ctx, n, func(c *narma.Comm) error {
+		ctx := c.Context()
+		w, err := Init(ctx, c, WithHeapSize(1<<16))
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx, w); err != nil {
+			return err
+		}
+		return w.Finalize(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// alloc is Alloc that panics on error (Run turns the panic into the
+// rank's error): it keeps the tests' setup short.
+func alloc[T narma.Elem](ctx context.Context, w *World, n int) Sym[T] {
+	s, err := Alloc[T](ctx, w, n)
+	if err != nil {
+		panic(fmt.Sprintf("Alloc[%T](%d): %v", *new(T), n, err))
+	}
+	return s
+}
+
+// must panics on err, for setup steps.
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// wantErr returns an error unless err matches target.
+func wantErr(what string, err, target error) error {
+	if err == nil || !errors.Is(err, target) {
+		return fmt.Errorf("%s: got error %v, want %v", what, err, target)
+	}
+	return nil
+}

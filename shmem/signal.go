@@ -1,0 +1,73 @@
+package shmem
+
+import (
+	"context"
+
+	"github.com/narma-rma/narma"
+)
+
+// SignalOp is the update a put-with-signal makes to its signal word:
+// SignalSet or SignalAdd (narma's).
+type SignalOp = narma.SignalOp
+
+// Signal operations (OpenSHMEM 1.5's SHMEM_SIGNAL_SET and
+// SHMEM_SIGNAL_ADD).
+const (
+	SignalSet = narma.SignalSet
+	SignalAdd = narma.SignalAdd
+)
+
+// PutSignal is Put with signal (shmem_put_signal): it copies src into the
+// first len(src) elements of dst on PE pe and then, once the data is in
+// place there, updates sig (one uint64 element) on pe with op and value.
+// It returns when src may be reused. It is a narma PutNotify carrying
+// narma.Signal at sig's byte offset: one transfer, no separate flag
+// update. An empty src is a pure signal.
+func PutSignal[T narma.Elem](ctx context.Context, w *World, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
+	if err := putSignal(w, "PutSignal", dst, src, sig, value, op, pe); err != nil {
+		return err
+	}
+	return w.win.FlushLocal(ctx, pe)
+}
+
+// PutSignalNBI is the nonblocking PutSignal (shmem_put_signal_nbi): it
+// returns at once, src must not change until Quiet, and the signal is
+// still updated only after the data has landed.
+func PutSignalNBI[T narma.Elem](w *World, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
+	return putSignal(w, "PutSignalNBI", dst, src, sig, value, op, pe)
+}
+
+func putSignal[T narma.Elem](w *World, name string, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
+	if err := w.ok(name); err != nil {
+		return err
+	}
+	if err := dst.span(w, name, len(src)); err != nil {
+		return err
+	}
+	if err := sig.elem(w, name); err != nil {
+		return err
+	}
+	return viewOf[T](w).win.PutNotify(src, pe, dst.off, narma.Signal(sig.off, value, op))
+}
+
+// SignalWaitUntil waits until this PE's sig (one uint64 element)
+// satisfies cmp against value, and returns its value then
+// (shmem_signal_wait_until). Puts with signal wake it: narma's WaitSignal.
+func SignalWaitUntil(ctx context.Context, w *World, sig Sym[uint64], cmp Cmp, value uint64) (uint64, error) {
+	if err := elemCheck(w, "SignalWaitUntil", sig, cmp); err != nil {
+		return 0, err
+	}
+	return w.win.WaitSignal(ctx, sig.off, cmp, value)
+}
+
+// SignalFetch returns the value of this PE's sig (one uint64 element),
+// read atomically (shmem_signal_fetch).
+func SignalFetch(w *World, sig Sym[uint64]) (uint64, error) {
+	if err := w.ok("SignalFetch"); err != nil {
+		return 0, err
+	}
+	if err := sig.elem(w, "SignalFetch"); err != nil {
+		return 0, err
+	}
+	return w.win.Signal(sig.off)
+}
