@@ -63,3 +63,16 @@ func (c *Comm) Isend(ctx context.Context, buf []byte, dest, tag int) (*Request, 
 // Irecv posts a receive into buf and returns its request; buf must not be
 // touched until the request completes. Free cancels it.
 func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) { return c.e.Irecv(buf, src, tag) }
+
+// Dup returns a new communicator over the same ranks with its own message
+// contexts, collectively (every rank calls Dup on the same communicators in
+// the same order), like MPI_Comm_dup: messages and collectives on it never
+// match those of c. Libraries built on narma use a duplicate for their own
+// traffic. Closing a duplicate does nothing.
+func (c *Comm) Dup(ctx context.Context) (*Comm, error) {
+	d, err := c.e.Dup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Comm{e: d, ctx: c.ctx}, nil
+}

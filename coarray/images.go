@@ -12,10 +12,9 @@ import (
 // when Init is given no WithHeapSize option.
 const DefaultHeapSize = 1 << 20
 
-// SyncTag is the message tag that SyncImages uses on the job's Comm. A
-// program that also sends its own messages on that Comm must not use this
-// tag, nor receive with AnyTag while images may be synchronizing.
-const SyncTag = narma.MaxTag - 1
+// syncTag is the tag of SyncImages' messages, on the package's private
+// duplicate of the job's Comm (no message of the program can match them).
+const syncTag = 1
 
 // ErrNoMemory reports that the symmetric heap has no free block large
 // enough for New: give Init a larger WithHeapSize.
@@ -26,10 +25,10 @@ var ErrNoMemory = symheap.ErrNoMemory
 // and Notify made from it. Init makes it.
 //
 // An Images, and every object made from it, is used by one goroutine of
-// its image at a time. Make at most one Images per Comm: SyncImages
-// messages of two would mix.
+// its image at a time.
 type Images struct {
 	c    *narma.Comm
+	priv *narma.Comm // a duplicate of c for the package's own messages
 	h    *symheap.Heap
 	w    *narma.Win[byte] // the heap's window, in its lifelong LockAll epoch
 	done bool             // finalized
@@ -64,7 +63,11 @@ func Init(ctx context.Context, c *narma.Comm, opts ...Option) (*Images, error) {
 			o(&cfg)
 		}
 	}
-	im := &Images{c: c}
+	priv, err := c.Dup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	im := &Images{c: c, priv: priv}
 	var local error
 	if cfg.heapSize < 0 {
 		local = im.errorf(op, narma.ErrInvalid, "heap size %d", cfg.heapSize)
@@ -72,7 +75,7 @@ func Init(ctx context.Context, c *narma.Comm, opts ...Option) (*Images, error) {
 	if err := im.agree(ctx, opInit, op, local, int64(cfg.heapSize)); err != nil {
 		return nil, err
 	}
-	h, err := symheap.New(ctx, c, cfg.heapSize)
+	h, err := symheap.New(ctx, priv, cfg.heapSize)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +119,7 @@ func (im *Images) SyncAll(ctx context.Context) error {
 	if err := im.SyncMemory(ctx); err != nil {
 		return err
 	}
-	if err := im.c.Barrier(ctx); err != nil {
+	if err := im.priv.Barrier(ctx); err != nil {
 		return &narma.OpError{Op: op, Rank: im.ThisImage(), Err: err}
 	}
 	return nil
@@ -129,8 +132,9 @@ func (im *Images) SyncAll(ctx context.Context) error {
 // see ours. The k-th SyncImages naming image j on this image matches the
 // k-th SyncImages naming this image on j.
 //
-// Each pair exchanges two empty messages on the Comm with tag SyncTag (this
-// image sends to every listed image, then receives from each). Before
+// Each pair exchanges two empty messages on the package's private
+// duplicate of the Comm (this image sends to every listed image, then
+// receives from each). Before
 // sending, SyncImages completes every put this image issued, to any image:
 // Fortran's segment order is transitive, so a put to a third image must be
 // complete once a partner that later synchronizes with that image has
@@ -159,14 +163,14 @@ func (im *Images) SyncImages(ctx context.Context, images []int) error {
 	me := im.ThisImage()
 	for _, j := range images {
 		if j != me {
-			if err := im.c.Send(ctx, nil, j, SyncTag); err != nil {
+			if err := im.priv.Send(ctx, nil, j, syncTag); err != nil {
 				return err
 			}
 		}
 	}
 	for _, j := range images {
 		if j != me {
-			if _, err := im.c.Recv(ctx, nil, j, SyncTag); err != nil {
+			if _, err := im.priv.Recv(ctx, nil, j, syncTag); err != nil {
 				return err
 			}
 		}
@@ -241,7 +245,7 @@ func (im *Images) agree(ctx context.Context, call int, op string, local error, v
 	}
 	copy(row[2:], vals)
 	all := make([]int64, len(row)*im.NumImages())
-	if err := narma.Allgather(ctx, im.c, row, all); err != nil {
+	if err := narma.Allgather(ctx, im.priv, row, all); err != nil {
 		return err
 	}
 	if local != nil {

@@ -47,8 +47,9 @@
 //     (narma FlushAll) completes them. Fence is FlushAll too: narma does
 //     not order puts, so ordering them means completing them.
 //   - BarrierAll is Quiet and a Comm barrier; Barrier over a set of PEs is
-//     Quiet and messages of tag BarrierTag, which the package reserves on
-//     the Comm (a receive with narma.AnyTag on that Comm could take them).
+//     Quiet and two-sided messages. Both run on a duplicate of the Comm
+//     (narma's Comm.Dup) made by Init, so the program's own messages and
+//     collectives on its Comm never mix with them.
 //   - The atomics are narma FetchAndOp and CompareAndSwap, then Flush:
 //     each is complete at its target when it returns, fetching or not.
 //   - WaitUntil and Test read local variables with atomic narma reads of

@@ -37,14 +37,14 @@ func (w *World) BarrierAll(ctx context.Context) error {
 	if err := w.Quiet(ctx); err != nil {
 		return err
 	}
-	return w.c.Barrier(ctx)
+	return w.priv.Barrier(ctx)
 }
 
 // Barrier is BarrierAll over the PEs in pes (which must contain this PE,
 // each PE once, in any order): every PE of the set calls it, and it
 // returns once all have. It completes this PE's operations first (Quiet).
-// It is built on two-sided messages of the World's Comm with tag
-// BarrierTag: each PE of the set tells the lowest PE of the set that it
+// It is built on two-sided messages of the World's private duplicate of
+// its Comm: each PE of the set tells the lowest PE of the set that it
 // arrived, and waits for that PE's release.
 func (w *World) Barrier(ctx context.Context, pes []int) error {
 	if err := w.ok("Barrier"); err != nil {
@@ -74,22 +74,22 @@ func (w *World) Barrier(ctx context.Context, pes []int) error {
 	// and messages the other way arrivals, whichever sets they share.
 	root := slices.Min(pes)
 	if w.me != root {
-		if err := w.c.Send(ctx, nil, root, BarrierTag); err != nil {
+		if err := w.priv.Send(ctx, nil, root, barrierTag); err != nil {
 			return err
 		}
-		_, err := w.c.Recv(ctx, nil, root, BarrierTag)
+		_, err := w.priv.Recv(ctx, nil, root, barrierTag)
 		return err
 	}
 	for _, pe := range pes {
 		if pe != root {
-			if _, err := w.c.Recv(ctx, nil, pe, BarrierTag); err != nil {
+			if _, err := w.priv.Recv(ctx, nil, pe, barrierTag); err != nil {
 				return err
 			}
 		}
 	}
 	for _, pe := range pes {
 		if pe != root {
-			if err := w.c.Send(ctx, nil, pe, BarrierTag); err != nil {
+			if err := w.priv.Send(ctx, nil, pe, barrierTag); err != nil {
 				return err
 			}
 		}

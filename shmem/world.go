@@ -30,10 +30,9 @@ var (
 // WithHeapSize says otherwise: 16 MiB.
 const DefaultHeapSize = 16 << 20
 
-// BarrierTag is the message tag that Barrier reserves on the World's
-// narma.Comm. Programs that also send their own messages on that Comm
-// must not use it.
-const BarrierTag = 0x53484d45 // "SHME"
+// barrierTag is the tag of Barrier's messages, on the World's private
+// duplicate of the Comm (so no message of the program can match them).
+const barrierTag = 1
 
 // Option configures Init.
 type Option func(*config)
@@ -57,6 +56,7 @@ func WithHeapSize(bytes int) Option {
 // is not usable, and it must not be copied.
 type World struct {
 	c     *narma.Comm
+	priv  *narma.Comm // a duplicate of c for the package's own messages
 	heap  *symheap.Heap
 	win   *narma.Win[byte] // the heap's window, displacements in bytes
 	me, n int
@@ -93,12 +93,17 @@ func Init(ctx context.Context, c *narma.Comm, opts ...Option) (*World, error) {
 	if cfg.heapSize < 0 {
 		return nil, &narma.OpError{Op: "shmem.Init", Rank: c.Rank(), Detail: fmt.Sprintf("heap size %d", cfg.heapSize), Err: narma.ErrInvalid}
 	}
-	h, err := symheap.New(ctx, c, cfg.heapSize)
+	priv, err := c.Dup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := symheap.New(ctx, priv, cfg.heapSize)
 	if err != nil {
 		return nil, err
 	}
 	return &World{
 		c:    c,
+		priv: priv,
 		heap: h,
 		win:  h.Win(),
 		me:   c.Rank(),

@@ -20,11 +20,11 @@ const (
 )
 
 func (c *Comm) csend(op string, buf []byte, dest, tag int) error {
-	return c.send(op, ctxColl, buf, dest, tag)
+	return c.send(op, c.coll, buf, dest, tag)
 }
 
 func (c *Comm) crecv(ctx context.Context, op string, buf []byte, src, tag int) error {
-	st, err := c.recv(ctx, op, ctxColl, buf, src, tag)
+	st, err := c.recv(ctx, op, c.coll, buf, src, tag)
 	if err != nil {
 		if errors.Is(err, ErrTruncate) {
 			return opErr(op, c.rank, ErrCollective, "rank %d sent %d bytes, expected %d", src, st.Count, len(buf))

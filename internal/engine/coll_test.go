@@ -507,3 +507,53 @@ func TestCollectivesInterleaved(t *testing.T) {
 		return nil
 	})
 }
+
+// TestDupSeparatesContexts: messages on a duplicate never match receives
+// on its parent (and the other way round), collectives run on both, and
+// windows made on both communicators keep distinct identities.
+func TestDupSeparatesContexts(t *testing.T) {
+	comms := newComms(t, 3)
+	runOK(t, comms, func(ctx context.Context, c *Comm) error {
+		d, err := c.Dup(ctx)
+		if err != nil {
+			return err
+		}
+		peer := (c.rank + 1) % c.size
+		from := (c.rank + c.size - 1) % c.size
+		// Same tag on both communicators, the duplicate's message sent first.
+		if err := d.Send(ctx, []byte{'d'}, peer, 7); err != nil {
+			return err
+		}
+		if err := c.Send(ctx, []byte{'c'}, peer, 7); err != nil {
+			return err
+		}
+		buf := make([]byte, 1)
+		if _, err := c.Recv(ctx, buf, AnySource, AnyTag); err != nil || buf[0] != 'c' {
+			return fmt.Errorf("parent received %q, %v; want its own message", buf, err)
+		}
+		if _, err := d.Recv(ctx, buf, from, 7); err != nil || buf[0] != 'd' {
+			return fmt.Errorf("duplicate received %q, %v; want its own message", buf, err)
+		}
+		if err := d.Barrier(ctx); err != nil {
+			return err
+		}
+		w1, err := c.Allocate(ctx, 8, WinOptions{})
+		if err != nil {
+			return err
+		}
+		w2, err := d.Allocate(ctx, 8, WinOptions{})
+		if err != nil {
+			return err
+		}
+		if w1.id == w2.id {
+			return fmt.Errorf("windows on parent and duplicate share id %d", w1.id)
+		}
+		if err := w2.Free(ctx); err != nil {
+			return err
+		}
+		if err := w1.Free(ctx); err != nil {
+			return err
+		}
+		return d.Close()
+	})
+}

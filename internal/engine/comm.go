@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
 
@@ -14,9 +15,22 @@ const (
 	amWin transport.AMID = 2 // window control: hdr = winHeader
 )
 
-// Comm is one rank's communicator: the engine state of a rank over one
-// transport endpoint.
+// Comm is one rank's communicator: a message context on the engine state
+// of a rank (its core). Dup makes more communicators over the same core,
+// each with its own contexts, as MPI_Comm_dup does, so that a library's
+// messages never match the application's.
 type Comm struct {
+	*core
+	user uint8 // context of this communicator's two-sided messages
+	coll uint8 // context of its collectives
+
+	winMu   sync.Mutex
+	nextWin uint32 // windows created on this communicator
+}
+
+// core is the engine state of one rank over one transport endpoint,
+// shared by every communicator of the rank.
+type core struct {
 	ep   transport.Endpoint
 	rank int
 	size int
@@ -26,14 +40,14 @@ type Comm struct {
 
 	sig signal // broadcast on every state change that a waiter may need
 
-	mu         sync.Mutex // guards the two-sided queues
+	mu         sync.Mutex // guards the two-sided queues and nextCtx
 	posted     []*recvReq // receives posted, in posting order
 	unexpected []*message // messages not yet matched, in arrival order
+	nextCtx    int        // next free message context (Dup)
 
-	winMu   sync.Mutex
-	wins    map[uint32]*Win
-	nextWin uint32
-	byKey   atomic.Pointer[map[transport.Key]*Win] // windows by data key, for notices; copy-on-write under winMu
+	winsMu sync.Mutex
+	wins   map[uint32]*Win
+	byKey  atomic.Pointer[map[transport.Key]*Win] // windows by data key, for notices; copy-on-write under winsMu
 
 	sleepers atomic.Int32 // goroutines asleep in wait, to be woken by wake
 
@@ -44,7 +58,7 @@ type Comm struct {
 // New builds the engine for one rank over ep. abort is closed when the job
 // is aborted; abortErr then says why. Both may be nil.
 func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *Comm {
-	c := &Comm{
+	k := &core{
 		ep:       ep,
 		rank:     ep.Rank(),
 		size:     ep.Size(),
@@ -52,12 +66,45 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		abortErr: abortErr,
 		wins:     make(map[uint32]*Win),
 		failed:   make([]atomic.Bool, ep.Size()),
+		nextCtx:  2,
 	}
+	c := &Comm{core: k, user: 0, coll: 1}
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	ep.SetAMHandler(amWin, c.handleWin)
 	ep.SetFailureHandler(c.handleFailure)
 	ep.SetNoticeHandler(c.handleNotice)
 	return c
+}
+
+// Dup returns a new communicator with the same ranks and its own message
+// contexts, collectively: every rank must call Dup on the same
+// communicators in the same order. Closing a duplicate does nothing; the
+// rank's endpoint lives as long as the original.
+func (c *Comm) Dup(ctx context.Context) (*Comm, error) {
+	c.mu.Lock()
+	n := c.nextCtx
+	if n+1 > 255 {
+		c.mu.Unlock()
+		return nil, opErr("Dup", c.rank, ErrInvalidArgs, "out of message contexts")
+	}
+	c.nextCtx += 2
+	c.mu.Unlock()
+	// All ranks must agree on the contexts: they do if they call Dup in
+	// the same order, which this barrier on the parent also checks in
+	// passing (a rank that skipped a Dup would deadlock here instead of
+	// mismatching messages silently... so verify explicitly).
+	var mine [1]int64
+	mine[0] = int64(n)
+	all := make([]int64, c.size)
+	if err := c.Allgather(ctx, mem.Bytes(mine[:]), mem.Bytes(all)); err != nil {
+		return nil, err
+	}
+	for r, v := range all {
+		if v != int64(n) {
+			return nil, opErr("Dup", c.rank, ErrCollective, "rank %d is at context %d, this rank at %d", r, v, n)
+		}
+	}
+	return &Comm{core: c.core, user: uint8(n), coll: uint8(n + 1)}, nil
 }
 
 // Rank returns the calling rank, in [0, Size).
@@ -69,8 +116,13 @@ func (c *Comm) Size() int { return c.size }
 // Caps returns the transport's capabilities (for tools and benchmarks).
 func (c *Comm) Caps() transport.Caps { return c.ep.Caps() }
 
-// Close releases the rank's endpoint.
-func (c *Comm) Close() error { return c.ep.Close() }
+// Close releases the rank's endpoint; on a duplicate it does nothing.
+func (c *Comm) Close() error {
+	if c.user != 0 {
+		return nil
+	}
+	return c.ep.Close()
+}
 
 func (c *Comm) abortError() error {
 	if c.abortErr != nil {

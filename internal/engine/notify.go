@@ -115,7 +115,7 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 }
 
 // publishKeys rebuilds the key-to-window map that handleNotice reads
-// without locks; the caller holds c.winMu.
+// without locks; the caller holds c.winsMu.
 func (c *Comm) publishKeys() {
 	m := make(map[transport.Key]*Win, len(c.wins))
 	for _, w := range c.wins {

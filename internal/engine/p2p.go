@@ -11,12 +11,6 @@ const (
 	AnyTag    = -1
 )
 
-// Message contexts keep the engine's own traffic apart from the user's.
-const (
-	ctxUser uint8 = 0
-	ctxColl uint8 = 1
-)
-
 // Status describes a received or probed message.
 type Status struct {
 	Source int // the sending rank
@@ -115,7 +109,7 @@ func (c *Comm) Send(ctx context.Context, buf []byte, dest, tag int) error {
 	if err := ctx.Err(); err != nil {
 		return c.ctxErr("Send", err)
 	}
-	return c.send("Send", ctxUser, buf, dest, tag)
+	return c.send("Send", c.user, buf, dest, tag)
 }
 
 func (c *Comm) checkRecvArgs(op string, src, tag int) error {
@@ -199,7 +193,7 @@ func (c *Comm) waitRecv(ctx context.Context, r *recvReq) error {
 // anything) into buf. A message longer than buf fills buf and returns an
 // error wrapping ErrTruncate.
 func (c *Comm) Recv(ctx context.Context, buf []byte, src, tag int) (Status, error) {
-	return c.recv(ctx, "Recv", ctxUser, buf, src, tag)
+	return c.recv(ctx, "Recv", c.user, buf, src, tag)
 }
 
 // Iprobe reports whether a message matching src and tag is waiting, and
@@ -215,7 +209,7 @@ func (c *Comm) iprobe(name string, src, tag int) (Status, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range c.unexpected {
-		if matches(src, tag, ctxUser, m.src, m.tag, m.ctx) {
+		if matches(src, tag, c.user, m.src, m.tag, m.ctx) {
 			return Status{Source: m.src, Tag: m.tag, Count: len(m.data)}, true, nil
 		}
 	}

@@ -142,7 +142,7 @@ func (c *Comm) Isend(ctx context.Context, buf []byte, dest, tag int) (*Request, 
 	if err := ctx.Err(); err != nil {
 		return nil, c.ctxErr("Isend", err)
 	}
-	if err := c.send("Isend", ctxUser, buf, dest, tag); err != nil {
+	if err := c.send("Isend", c.user, buf, dest, tag); err != nil {
 		return nil, err
 	}
 	return &Request{c: c, kind: reqDone, op: "Isend", st: Status{Source: c.rank, Tag: tag, Count: len(buf)}}, nil
@@ -153,7 +153,7 @@ func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
 	if err := c.checkRecvArgs("Irecv", src, tag); err != nil {
 		return nil, err
 	}
-	rr := &recvReq{src: src, ctx: ctxUser, tag: tag, buf: buf}
+	rr := &recvReq{src: src, ctx: c.user, tag: tag, buf: buf}
 	c.post(rr)
 	return &Request{c: c, kind: reqRecv, op: "Irecv", recv: rr}, nil
 }

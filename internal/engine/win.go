@@ -189,11 +189,13 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		return nil, opErr(op, c.rank, ErrInvalidArgs, "expose: %v", err)
 	}
 	c.winMu.Lock()
-	w.id = c.nextWin
+	w.id = uint32(c.user)<<24 | c.nextWin&(1<<24-1)
 	c.nextWin++
+	c.winMu.Unlock()
+	c.winsMu.Lock()
 	c.wins[w.id] = w
 	c.publishKeys()
-	c.winMu.Unlock()
+	c.winsMu.Unlock()
 
 	const infoLen = 40
 	var info [infoLen]byte
@@ -204,10 +206,10 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	binary.LittleEndian.PutUint64(info[32:], uint64(w.unit))
 	all := make([]byte, infoLen*n)
 	fail := func(e error) (*Win, error) {
-		c.winMu.Lock()
+		c.winsMu.Lock()
 		delete(c.wins, w.id)
 		c.publishKeys()
-		c.winMu.Unlock()
+		c.winsMu.Unlock()
 		c.ep.Unexpose(w.key)
 		c.ep.Unexpose(w.ctlKey)
 		return nil, e
@@ -288,10 +290,10 @@ func (w *Win) Free(ctx context.Context) error {
 	}
 	w.freed = true
 	c := w.c
-	c.winMu.Lock()
+	c.winsMu.Lock()
 	delete(c.wins, w.id)
 	c.publishKeys()
-	c.winMu.Unlock()
+	c.winsMu.Unlock()
 	c.ep.Unexpose(w.key)
 	c.ep.Unexpose(w.ctlKey)
 	if w.owned {
@@ -318,9 +320,9 @@ func (c *Comm) handleWin(src int, hdr, _ []byte) {
 		return
 	}
 	id := binary.LittleEndian.Uint32(hdr[0:])
-	c.winMu.Lock()
+	c.winsMu.Lock()
 	w := c.wins[id]
-	c.winMu.Unlock()
+	c.winsMu.Unlock()
 	if w == nil {
 		return
 	}
