@@ -14,14 +14,16 @@ const module = "github.com/narma-rma/narma"
 
 // TestLayers enforces the layer rules of docs/architecture.md on the
 // imports of every non-test file: the public API knows nothing of
-// transports (except local, which Run starts), transports know nothing of
-// the engine, and only internal/mem uses unsafe.
+// transports (except inproc, which makes Run's endpoints), transports know
+// nothing of the engine, and only internal/mem uses unsafe.
 func TestLayers(t *testing.T) {
 	rules := []struct {
 		dir       string // package directory, relative to the module root
 		forbidden []string
 	}{
-		{".", []string{module + "/internal/transport", module + "/internal/transport/transporttest"}},
+		{".", []string{module + "/internal/transport", module + "/internal/transport/local", module + "/internal/transport/async", module + "/internal/transport/transporttest"}},
+		{"shmem", []string{module + "/internal/engine", module + "/internal/transport"}},
+		{"coarray", []string{module + "/internal/engine", module + "/internal/transport"}},
 		{"internal/engine", []string{module + "/internal/transport/local", "unsafe"}},
 		{"internal/transport", []string{module + "/internal/engine", "unsafe"}},
 		{"internal/transport/local", []string{module + "/internal/engine", "unsafe"}},

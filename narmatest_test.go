@@ -333,10 +333,10 @@ func barrierThen(c *narma.Comm, check func() error) error {
 
 // skipOnAsync skips tests that measure properties of the in-process
 // transport (allocation counts, completion at return) when the suite runs
-// over the asynchronous test transport (NARMA_TEST_TRANSPORT=async).
+// over the asynchronous test transport (NARMA_TRANSPORT=async).
 func skipOnAsync(t *testing.T) {
 	t.Helper()
-	if os.Getenv("NARMA_TEST_TRANSPORT") != "" {
-		t.Skip("measures the in-process transport; NARMA_TEST_TRANSPORT is set")
+	if os.Getenv("NARMA_TRANSPORT") != "" {
+		t.Skip("measures the in-process transport; NARMA_TRANSPORT is set")
 	}
 }

@@ -7,11 +7,14 @@ import (
 	"sync"
 
 	"github.com/narma-rma/narma/internal/engine"
-	"github.com/narma-rma/narma/internal/transport/local"
+	"github.com/narma-rma/narma/internal/transport/inproc"
 )
 
 // Run runs fn on n ranks, each a goroutine of this process with its own
-// Comm, and returns when all have returned. If a rank returns an error or
+// Comm, and returns when all have returned. The ranks communicate through
+// the in-process transport; setting the environment variable
+// NARMA_TRANSPORT=async runs them over a wrapper of it whose operations
+// complete later, on other goroutines, as over a network (for testing). If a rank returns an error or
 // panics, the job is aborted: blocking calls on the other ranks return
 // errors wrapping ErrAborted, and Run returns the first rank's error (a
 // panic becomes an error with its stack). Run never crashes the process
@@ -71,9 +74,9 @@ func RunContext(ctx context.Context, n int, fn func(c *Comm) error) error {
 	return ctx.Err()
 }
 
-// newEndpoints makes the endpoints of a Run job: the in-process transport.
-// Tests replace it to run the whole suite over other transports.
-var newEndpoints = local.New
+// newEndpoints makes the endpoints of a Run job: the in-process transport
+// that NARMA_TRANSPORT selects (see Run).
+var newEndpoints = inproc.New
 
 // job is the shared fate of the ranks of one Run: the first failure
 // cancels its context, which every blocking call watches.

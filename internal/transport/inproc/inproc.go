@@ -1,0 +1,40 @@
+// Package inproc chooses the transport of jobs whose ranks are goroutines
+// of one process (narma.Run). The environment variable NARMA_TRANSPORT
+// selects it:
+//
+//   - "local" or unset: the in-process load/store transport, operations
+//     complete when they return;
+//   - "async": the same wrapped by transport/async, so that operations
+//     complete later on worker goroutines, control messages overtake data
+//     and memory is not reached directly — the paths a network transport
+//     takes, for testing programs and libraries against them.
+package inproc
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/async"
+	"github.com/narma-rma/narma/internal/transport/local"
+)
+
+// EnvVar is the environment variable that selects the transport.
+const EnvVar = "NARMA_TRANSPORT"
+
+// New returns n connected endpoints of the transport NARMA_TRANSPORT
+// names.
+func New(n int) ([]transport.Endpoint, error) {
+	switch name := os.Getenv(EnvVar); name {
+	case "", "local":
+		return local.New(n)
+	case "async":
+		eps, err := local.New(n)
+		if err != nil {
+			return nil, err
+		}
+		return async.Wrap(eps), nil
+	default:
+		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local or async)", EnvVar, name)
+	}
+}
