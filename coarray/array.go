@@ -2,6 +2,7 @@ package coarray
 
 import (
 	"context"
+	"math"
 	"reflect"
 
 	"github.com/narma-rma/narma"
@@ -42,8 +43,8 @@ func New[T narma.Elem](ctx context.Context, im *Images, n int) (*Array[T], error
 	}
 	esz := narma.SizeOf[T]()
 	local := im.check(op)
-	if local == nil && n < 0 {
-		local = im.errorf(op, narma.ErrInvalid, "negative length %d", n)
+	if local == nil && (n < 0 || n > math.MaxInt/esz) {
+		local = im.errorf(op, narma.ErrInvalid, "length %d", n)
 	}
 	kind := int64(reflect.TypeFor[T]().Kind())
 	if err := im.agree(ctx, opNew, op, local, int64(n), kind); err != nil {
@@ -53,7 +54,7 @@ func New[T narma.Elem](ctx context.Context, im *Images, n int) (*Array[T], error
 	// the same offset.
 	off, err := im.h.Alloc(ctx, max(n*esz, 1), 8)
 	if err != nil {
-		return nil, err
+		return nil, im.errorf(op, err, "%d elements of %d bytes", n, esz)
 	}
 	w := narma.As[T](im.w)
 	return &Array[T]{
@@ -65,7 +66,7 @@ func New[T narma.Elem](ctx context.Context, im *Images, n int) (*Array[T], error
 
 // Len returns the number of elements of each image's block.
 func (a *Array[T]) Len() int {
-	if a == nil {
+	if a == nil || a.obj == nil {
 		return 0
 	}
 	return a.obj.n
@@ -76,7 +77,7 @@ func (a *Array[T]) Len() int {
 // rules (see the package documentation): not while another image may be
 // putting into or getting from them. It is nil once the array is freed.
 func (a *Array[T]) Local() []T {
-	if a == nil || a.obj.freed || a.obj.im.done {
+	if a == nil || a.obj == nil || a.obj.freed || a.obj.im == nil || a.obj.im.done {
 		return nil
 	}
 	return a.local
@@ -195,7 +196,7 @@ func (a *Array[T]) Get(image, offset int, dst []T) error {
 // array is unusable afterwards (narma.ErrFreed).
 func (a *Array[T]) Free(ctx context.Context) error {
 	const op = "coarray.Array.Free"
-	if a == nil {
+	if a == nil || a.obj == nil || a.obj.im == nil {
 		return nilError(op, "Array")
 	}
 	im := a.obj.im
@@ -212,7 +213,10 @@ func (a *Array[T]) Free(ctx context.Context) error {
 	a.obj.attached = nil
 	a.obj.freed = true
 	a.local = nil
-	return im.h.Free(ctx, a.obj.off)
+	if err := im.h.Free(ctx, a.obj.off, max(a.obj.n*a.obj.esz, 1)); err != nil {
+		return im.errorf(op, err, "block at %d", a.obj.off)
+	}
+	return nil
 }
 
 // check checks the arguments of a put or get of n elements.

@@ -70,6 +70,9 @@ func (c *counter) wait(ctx context.Context, op, what string, untilCount int) err
 // posts are complete.
 func (c *counter) free(ctx context.Context, op, what string) error {
 	local := c.check(op, what)
+	if c.im == nil {
+		return local // a zero-value object: nobody to agree with
+	}
 	if local == nil {
 		local = c.im.w.FlushAll(ctx)
 	}
@@ -213,10 +216,26 @@ func (e *Event) detach() {
 // wrong, Attach fails on every image and attaches nothing.
 func Attach[T narma.Elem](ctx context.Context, e *Event, a *Array[T], lo, hi int) error {
 	const op = "coarray.Attach"
-	if e == nil || a == nil {
+	// An image with a nil event or array still takes part in the
+	// agreement if it can reach its Images, so the others fail too
+	// instead of waiting for it.
+	var im *Images
+	switch {
+	case a != nil && a.obj != nil:
+		im = a.obj.im
+	case e != nil:
+		im = e.c.im
+	}
+	if im == nil {
 		return nilError(op, "Event or Array")
 	}
-	im := a.obj.im
+	if e == nil || a == nil || a.obj == nil {
+		local := nilError(op, "Event or Array")
+		if err := im.agree(ctx, opAttach, op, local, -1, -1, int64(lo), int64(hi)); err != nil {
+			return err
+		}
+		return local
+	}
 	local := a.obj.check(op)
 	switch {
 	case local != nil:
@@ -256,6 +275,9 @@ func Detach(ctx context.Context, e *Event) error {
 	}
 	im := e.c.im
 	local := e.c.check(op, "event")
+	if im == nil {
+		return local // a zero-value Event: nobody to agree with
+	}
 	if local == nil && e.on == nil {
 		local = im.errorf(op, narma.ErrInvalid, "the event is not attached")
 	}

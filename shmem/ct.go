@@ -56,13 +56,23 @@ func (ct *CT) ok(op string) error {
 // counting put to it is in flight. Later calls on it fail with
 // narma.ErrFreed.
 func (ct *CT) Free(ctx context.Context) error {
-	if err := ct.ok("CT.Free"); err != nil {
-		return err
+	if ct == nil || ct.w == nil {
+		return ct.ok("CT.Free")
 	}
+	// A PE whose CT is unusable still takes part, so that the others
+	// learn of it instead of waiting for it.
+	local := ct.ok("CT.Free")
 	if err := ct.w.BarrierAll(ctx); err != nil {
 		return err
 	}
-	if err := ct.w.heap.FreeCounter(ctx, ct.i); err != nil {
+	i := ct.i
+	if local != nil {
+		i = -1 // refused by FreeCounter on this PE only
+	}
+	if err := ct.w.heap.FreeCounter(ctx, i); err != nil {
+		if local != nil {
+			return local
+		}
 		return ct.w.opErr("CT.Free", err, "CT %d", ct.i)
 	}
 	ct.freed = true

@@ -131,14 +131,20 @@ func Free[T narma.Elem](ctx context.Context, w *World, s Sym[T]) error {
 	if err := w.ok("Free"); err != nil {
 		return err
 	}
+	// An invalid s still takes part (with a length no object has), so
+	// that every PE fails instead of some waiting.
+	n := max(s.n*sizeOf[T](), 1)
 	if s.n < 0 {
-		return s.check(w, "Free")
+		n = -1
 	}
 	if err := w.BarrierAll(ctx); err != nil {
 		return err
 	}
 	w.forget()
-	if err := w.heap.Free(ctx, s.off); err != nil {
+	if err := w.heap.Free(ctx, s.off, n); err != nil {
+		if s.n < 0 {
+			return s.check(w, "Free")
+		}
 		return w.opErr("Free", err, "%v", s)
 	}
 	return nil

@@ -90,9 +90,8 @@ func Init(ctx context.Context, c *narma.Comm, opts ...Option) (*World, error) {
 			o(&cfg)
 		}
 	}
-	if cfg.heapSize < 0 {
-		return nil, &narma.OpError{Op: "shmem.Init", Rank: c.Rank(), Detail: fmt.Sprintf("heap size %d", cfg.heapSize), Err: narma.ErrInvalid}
-	}
+	// The heap size is checked, and agreed on, by symheap.New: a PE with
+	// a bad one must still take part in the collective calls below.
 	priv, err := c.Dup(ctx)
 	if err != nil {
 		return nil, err

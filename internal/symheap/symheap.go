@@ -9,13 +9,16 @@
 //
 // Allocation is deterministic: every rank runs the same first-fit
 // allocator over the same sequence of collective calls, and each call
-// checks with one allgather that all ranks asked for the same thing.
+// checks with one allgather (Agree) that all ranks asked for the same
+// thing and that none failed its own checks, so that a bad call fails on
+// every rank instead of leaving some waiting.
 package symheap
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/narma-rma/narma"
@@ -49,14 +52,19 @@ type span struct{ off, n int }
 
 // New creates a heap of size bytes on every rank, collectively.
 func New(ctx context.Context, c *narma.Comm, size int) (*Heap, error) {
+	var local error
 	if size < 0 {
-		return nil, fmt.Errorf("symheap: size %d: %w", size, narma.ErrInvalid)
+		local = fmt.Errorf("symheap: size %d: %w", size, narma.ErrInvalid)
+	}
+	if err := Agree(ctx, c, callNew, "New", local, int64(size)); err != nil {
+		return nil, err
 	}
 	w, err := narma.Allocate[byte](ctx, c, size, narma.WithDispUnit(1))
 	if err != nil {
 		return nil, err
 	}
 	if err := w.LockAll(ctx, narma.NoCheck); err != nil {
+		w.Free(ctx)
 		return nil, err
 	}
 	h := &Heap{c: c, w: w, size: size, blocks: map[int]int{}}
@@ -76,53 +84,95 @@ func (h *Heap) Win() *narma.Win[byte] { return h.w }
 // Size returns the heap's size in bytes.
 func (h *Heap) Size() int { return h.size }
 
-// agree checks with an allgather that every rank passes the same values to
-// the collective call op.
-func (h *Heap) agree(ctx context.Context, op string, vals ...int64) error {
-	all := make([]int64, len(vals)*h.c.Size())
-	if err := narma.Allgather(ctx, h.c, vals, all); err != nil {
+// Agree is the argument check of a collective call, one allgather on c:
+// every rank contributes the call it is in (call, a number the caller
+// chooses per kind of call), whether its own checks passed (local is nil)
+// and the values that must be equal everywhere. A rank whose checks failed
+// returns local; the others return an error naming it that matches both
+// ErrNotSymmetric and narma.ErrCollective. So no rank goes on into the
+// call's later collective steps alone, to wait there for ever.
+func Agree(ctx context.Context, c *narma.Comm, call int, op string, local error, vals ...int64) error {
+	row := make([]int64, 2+len(vals))
+	row[0] = int64(call)
+	if local != nil {
+		row[1] = 1
+	}
+	copy(row[2:], vals)
+	all := make([]int64, len(row)*c.Size())
+	if err := narma.Allgather(ctx, c, row, all); err != nil {
 		return err
 	}
-	for r := 0; r < h.c.Size(); r++ {
+	if local != nil {
+		return local
+	}
+	for r := range c.Size() {
+		got := all[r*len(row) : (r+1)*len(row)]
+		switch {
+		case got[0] != row[0]:
+			return &mismatch{fmt.Sprintf("symheap: %s: rank %d is in another collective call", op, r)}
+		case got[1] != 0:
+			return &mismatch{fmt.Sprintf("symheap: %s: the call failed on rank %d", op, r)}
+		}
 		for i, v := range vals {
-			if got := all[r*len(vals)+i]; got != v {
-				return fmt.Errorf("symheap: %s: rank %d passed %d, rank %d passed %d: %w", op, h.c.Rank(), v, r, got, ErrNotSymmetric)
+			if got[2+i] != v {
+				return &mismatch{fmt.Sprintf("symheap: %s: rank %d passed %d where rank %d passed %d", op, r, got[2+i], c.Rank(), v)}
 			}
 		}
 	}
 	return nil
 }
 
+// mismatch is the error of ranks that disagree in a collective call.
+type mismatch struct{ msg string }
+
+func (e *mismatch) Error() string { return e.msg + ": " + ErrNotSymmetric.Error() }
+
+func (e *mismatch) Unwrap() []error { return []error{ErrNotSymmetric, narma.ErrCollective} }
+
+// Collective calls of the heap, numbered for Agree. Packages built on the
+// heap number theirs from CallUser up.
+const (
+	callNew = iota + 1
+	callAlloc
+	callFree
+	callNewCounter
+	callFreeCounter
+	// CallUser is the first call number free for other packages.
+	CallUser = 100
+)
+
 // Alloc allocates n bytes aligned to align (a power of two; 0 means 8),
 // collectively, and returns their offset, the same on every rank. The
 // memory is zeroed on every rank before any rank can access it.
 func (h *Heap) Alloc(ctx context.Context, n, align int) (int, error) {
-	if h.closed {
-		return 0, ErrClosed
-	}
 	if align == 0 {
 		align = 8
 	}
 	if n == 0 {
 		n = 1 // every live object has its own offset
 	}
-	if n < 0 || align < 0 || align&(align-1) != 0 {
-		return 0, fmt.Errorf("symheap: Alloc(%d, align %d): %w", n, align, narma.ErrInvalid)
-	}
+	var local error
 	off, hole := -1, -1
-	for i, s := range h.holes {
-		a := (s.off + align - 1) &^ (align - 1)
-		if a+n <= s.off+s.n {
-			off, hole = a, i
-			break
+	switch {
+	case h.closed:
+		local = ErrClosed
+	case n < 0 || align < 0 || align&(align-1) != 0:
+		local = fmt.Errorf("symheap: Alloc(%d, align %d): %w", n, align, narma.ErrInvalid)
+	default:
+		for i, s := range h.holes {
+			a := (s.off + align - 1) &^ (align - 1)
+			if a <= s.off+s.n && n <= s.off+s.n-a {
+				off, hole = a, i
+				break
+			}
+		}
+		if off < 0 {
+			local = fmt.Errorf("symheap: Alloc of %d bytes in a heap of %d: %w", n, h.size, ErrNoMemory)
 		}
 	}
 	// Every rank must agree on the request and on its outcome.
-	if err := h.agree(ctx, "Alloc", int64(n), int64(align), int64(off)); err != nil {
+	if err := Agree(ctx, h.c, callAlloc, "Alloc", local, int64(n), int64(align), int64(off)); err != nil {
 		return 0, err
-	}
-	if off < 0 {
-		return 0, fmt.Errorf("symheap: Alloc of %d bytes in a heap of %d: %w", n, h.size, ErrNoMemory)
 	}
 	s := h.holes[hole]
 	h.holes = append(h.holes[:hole], h.holes[hole+1:]...)
@@ -142,18 +192,22 @@ func (h *Heap) Alloc(ctx context.Context, n, align int) (int, error) {
 	return off, nil
 }
 
-// Free releases the object at off, collectively. Every rank must have
-// completed its accesses to it (e.g. by a barrier) before.
-func (h *Heap) Free(ctx context.Context, off int) error {
+// Free releases the object of n bytes at off, collectively: off and n must
+// be exactly an object's (as Alloc returned it; n = 0 stands for the byte
+// a zero-size object takes). Every rank must have completed its accesses
+// to it (e.g. by a barrier) before.
+func (h *Heap) Free(ctx context.Context, off, n int) error {
+	if n == 0 {
+		n = 1
+	}
+	var local error
 	if h.closed {
-		return ErrClosed
+		local = ErrClosed
+	} else if size, ok := h.blocks[off]; !ok || size != n {
+		local = fmt.Errorf("symheap: Free of %d bytes at offset %d: not an object: %w", n, off, ErrNotSymmetric)
 	}
-	n, ok := h.blocks[off]
-	if err := h.agree(ctx, "Free", int64(off)); err != nil {
+	if err := Agree(ctx, h.c, callFree, "Free", local, int64(off), int64(n)); err != nil {
 		return err
-	}
-	if !ok {
-		return fmt.Errorf("symheap: Free of offset %d: no object starts there: %w", off, ErrNotSymmetric)
 	}
 	delete(h.blocks, off)
 	h.holes = append(h.holes, span{off, n})
@@ -189,14 +243,15 @@ func (h *Heap) Check(off, n int) error {
 // NewCounter returns the index of a fresh notification counter of the
 // heap's window, at zero, collectively.
 func (h *Heap) NewCounter(ctx context.Context) (int, error) {
+	var local error
 	if h.closed {
-		return 0, ErrClosed
+		local = ErrClosed
 	}
 	i := h.ncount
 	if len(h.cfree) > 0 {
 		i = h.cfree[0]
 	}
-	if err := h.agree(ctx, "NewCounter", int64(i)); err != nil {
+	if err := Agree(ctx, h.c, callNewCounter, "NewCounter", local, int64(i)); err != nil {
 		return 0, err
 	}
 	if i == h.ncount {
@@ -217,19 +272,17 @@ func (h *Heap) NewCounter(ctx context.Context) (int, error) {
 // FreeCounter releases counter i, collectively; it may be handed out
 // again by NewCounter.
 func (h *Heap) FreeCounter(ctx context.Context, i int) error {
-	if h.closed {
-		return ErrClosed
+	var local error
+	switch {
+	case h.closed:
+		local = ErrClosed
+	case i < 0 || i >= h.ncount:
+		local = fmt.Errorf("symheap: FreeCounter(%d) of %d: %w", i, h.ncount, narma.ErrInvalidNotification)
+	case slices.Contains(h.cfree, i):
+		local = fmt.Errorf("symheap: FreeCounter(%d): already free: %w", i, narma.ErrInvalidNotification)
 	}
-	if err := h.agree(ctx, "FreeCounter", int64(i)); err != nil {
+	if err := Agree(ctx, h.c, callFreeCounter, "FreeCounter", local, int64(i)); err != nil {
 		return err
-	}
-	if i < 0 || i >= h.ncount {
-		return fmt.Errorf("symheap: FreeCounter(%d) of %d: %w", i, h.ncount, narma.ErrInvalidNotification)
-	}
-	for _, f := range h.cfree {
-		if f == i {
-			return fmt.Errorf("symheap: FreeCounter(%d): already free: %w", i, narma.ErrInvalidNotification)
-		}
 	}
 	h.cfree = append(h.cfree, i)
 	sort.Ints(h.cfree)
@@ -241,9 +294,12 @@ func (h *Heap) Close(ctx context.Context) error {
 	if h.closed {
 		return ErrClosed
 	}
-	h.closed = true
 	if err := h.w.UnlockAll(ctx); err != nil {
 		return err
 	}
-	return h.w.Free(ctx)
+	if err := h.w.Free(ctx); err != nil {
+		return err
+	}
+	h.closed = true
+	return nil
 }

@@ -3,6 +3,7 @@ package symheap
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestAllocIsSymmetricAndReused(t *testing.T) {
 		if err := h.Check(b+60, 8); !errors.Is(err, ErrNotSymmetric) {
 			t.Errorf("Check past b's end: %v", err)
 		}
-		if err := h.Free(ctx, a); err != nil {
+		if err := h.Free(ctx, a, 100); err != nil {
 			return err
 		}
 		if err := h.Check(a, 1); !errors.Is(err, ErrNotSymmetric) {
@@ -141,5 +142,53 @@ func TestCounters(t *testing.T) {
 			t.Errorf("reused counter %d at %d, want %d at 0", k, v, j)
 		}
 		return h.Close(ctx)
+	})
+}
+
+// TestOneRankFailsEveryRankFails: a collective call that fails its own
+// checks on one rank fails on every rank, instead of leaving the others
+// waiting; huge sizes fail without panicking; Free wants an object's
+// exact extent.
+func TestOneRankFailsEveryRankFails(t *testing.T) {
+	runRanks(t, 3, func(ctx context.Context, c *narma.Comm) error {
+		h, err := New(ctx, c, 256)
+		if err != nil {
+			return err
+		}
+		n := 8
+		if c.Rank() == 1 {
+			n = -1
+		}
+		_, err = h.Alloc(ctx, n, 8)
+		switch {
+		case c.Rank() == 1 && !errors.Is(err, narma.ErrInvalid):
+			t.Errorf("rank 1, Alloc(-1): %v, want ErrInvalid", err)
+		case c.Rank() != 1 && !errors.Is(err, narma.ErrCollective):
+			t.Errorf("rank %d, Alloc(8) while rank 1 failed: %v, want ErrCollective", c.Rank(), err)
+		}
+		if _, err := h.Alloc(ctx, math.MaxInt, 8); !errors.Is(err, ErrNoMemory) {
+			t.Errorf("Alloc(MaxInt): %v, want ErrNoMemory", err)
+		}
+		off, err := h.Alloc(ctx, 16, 8)
+		if err != nil {
+			return err
+		}
+		if err := h.Free(ctx, off, 8); !errors.Is(err, ErrNotSymmetric) {
+			t.Errorf("Free of half an object: %v, want ErrNotSymmetric", err)
+		}
+		if err := h.Free(ctx, off, 16); err != nil {
+			t.Errorf("Free of the object: %v", err)
+		}
+		return h.Close(ctx)
+	})
+}
+
+func TestNewAgreesOnSize(t *testing.T) {
+	runRanks(t, 2, func(ctx context.Context, c *narma.Comm) error {
+		_, err := New(ctx, c, 64*(c.Rank()+1))
+		if !errors.Is(err, narma.ErrCollective) {
+			t.Errorf("rank %d: heaps of different sizes: %v, want ErrCollective", c.Rank(), err)
+		}
+		return nil
 	})
 }
