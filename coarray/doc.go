@@ -94,4 +94,13 @@
 // ErrAttached; collective calls whose arguments differ between images
 // narma.ErrCollective on the images that passed good ones. Errors are
 // *narma.OpError values naming the call and the image; use errors.Is.
+//
+// # Contexts
+//
+// Calls that wait for other images (SyncAll, SyncImages, Wait, the
+// collective constructors and Free) take a context.Context. Put, Get and
+// Post take none, like the Fortran statements they stand for: they wait
+// only for the completion of this image's own transfers, which the
+// transport bounds, and they end with the job (the Comm's context) if
+// another image fails.
 package coarray
