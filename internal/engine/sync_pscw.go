@@ -118,7 +118,10 @@ func (w *Win) takePosts(ctx context.Context, name string) error {
 
 // Complete ends the access epoch: every operation is complete at its
 // target when the target's Wait returns. With the deferred strategy this is
-// where the posts are awaited and the queued operations performed.
+// where the posts are awaited and the queued operations performed; if a
+// target fails before posting, the epoch ends with an error wrapping
+// ErrPeer and the queued operations are dropped (if ctx ends first, the
+// epoch stays open and Complete may be called again).
 func (w *Win) Complete(ctx context.Context) error {
 	if err := w.check("Complete"); err != nil {
 		return err
@@ -128,6 +131,16 @@ func (w *Win) Complete(ctx context.Context) error {
 	}
 	if !w.accessNoCheck && !w.postsTaken {
 		if err := w.takePosts(ctx, "Complete"); err != nil {
+			if ctx.Err() != nil {
+				return err // the epoch stays open; Complete may be retried
+			}
+			// A target failed: the epoch cannot complete. End it, dropping
+			// the operations queued for its group.
+			for _, r := range w.access {
+				w.discard(r, err)
+				w.accessSet[r] = false
+			}
+			w.accessOn = false
 			return err
 		}
 	}

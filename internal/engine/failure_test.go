@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport/local"
+)
+
+// TestPeerFailureEndsWaits checks DESIGN rule 7: when the transport
+// declares a peer failed, blocking calls that depend on it return an error
+// wrapping ErrPeer at once, without a deadline, instead of hanging.
+func TestPeerFailureEndsWaits(t *testing.T) {
+	for _, st := range []Strategy{Immediate, Deferred} {
+		t.Run(st.String(), func(t *testing.T) {
+			f, err := local.NewFabric(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps := f.Endpoints()
+			cs := make([]*Comm, 3)
+			for r := range cs {
+				cs[r] = New(eps[r], nil, nil)
+			}
+			// Windows on every rank, then rank 2 takes an exclusive lock on
+			// rank 1 and dies holding it.
+			ws := make([]*Win, 3)
+			runOK(t, cs, func(ctx context.Context, c *Comm) error {
+				w, err := c.Allocate(ctx, 64, WinOptions{Strategy: st})
+				ws[c.rank] = w
+				return err
+			})
+			w0, w2 := ws[0], ws[2]
+			ctx := context.Background()
+			if err := w2.Lock(ctx, true, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := w2.Flush(ctx, 1); err != nil { // deferred: takes the lock now
+				t.Fatal(err)
+			}
+			if st == Deferred {
+				// A deferred lock is taken only by a flush with something
+				// to do: queue an operation first.
+				one := []byte{1}
+				if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: one, Target: 1}); err != nil {
+					t.Fatal(err)
+				}
+				if err := w2.Flush(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Kill(2); err != nil {
+				t.Fatal(err)
+			}
+			c0 := cs[0]
+			// A hang shows as this deadline (not ErrPeer) in check.
+			ctx, cancelAll := context.WithTimeout(ctx, 10*time.Second)
+			defer cancelAll()
+			deadline := time.Now().Add(10 * time.Second)
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, ErrPeer) {
+					t.Errorf("%s with rank 2 dead: %v, want an error wrapping ErrPeer", what, err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s took too long", what)
+				}
+			}
+			_, err = c0.Recv(ctx, make([]byte, 1), 2, 0)
+			check("Recv from rank 2", err)
+			_, err = c0.Probe(ctx, 2, AnyTag)
+			check("Probe of rank 2", err)
+			check("Barrier", c0.Barrier(ctx))
+			if err := w0.Start(ctx, []int{2}, 0); st == Immediate || err != nil {
+				check("Start waiting for rank 2's post", err)
+			} else {
+				// The deferred Start does not wait: Complete does.
+				check("Complete waiting for rank 2's post", w0.Complete(ctx))
+			}
+			if err := w0.Post([]int{2}, 0); err == nil {
+				check("Wait for rank 2's complete", w0.Wait(ctx))
+			}
+			// The lock rank 2 held on rank 1 is never released, and rank 1
+			// is alive: an exclusive lock attempt waits, and must end with
+			// the context instead of hanging.
+			tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			err = w0.Lock(tctx, true, 1, 0)
+			if err == nil && st == Deferred {
+				one := []byte{1}
+				w0.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: one, Target: 1})
+				err = w0.Unlock(tctx, 1)
+			}
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("exclusive lock held by a dead rank: %v, want the context's deadline", err)
+			}
+			// A lock on the dead rank itself fails with ErrPeer.
+			err = w0.Lock(ctx, true, 2, 0)
+			if err == nil {
+				one := []byte{1}
+				if err = w0.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: one, Target: 2}); err == nil {
+					err = w0.Flush(ctx, 2)
+				}
+			}
+			check("locked access to rank 2", err)
+			for _, c := range cs[:2] {
+				c.Close()
+			}
+		})
+	}
+}
