@@ -14,19 +14,21 @@ const module = "github.com/narma-rma/narma"
 
 // TestLayers enforces the layer rules of docs/architecture.md on the
 // imports of every non-test file: the public API knows nothing of
-// transports (except inproc, which makes Run's endpoints), transports know
-// nothing of the engine, and only internal/mem uses unsafe.
+// transports (except inproc and join, which make the endpoints of Run and
+// Init), transports know nothing of the engine, and only internal/mem and
+// the shared-memory transport (mappings, futexes) use unsafe.
 func TestLayers(t *testing.T) {
 	rules := []struct {
 		dir       string // package directory, relative to the module root
 		forbidden []string
 	}{
-		{".", []string{module + "/internal/transport", module + "/internal/transport/local", module + "/internal/transport/async", module + "/internal/transport/transporttest"}},
+		{".", []string{module + "/internal/transport", module + "/internal/transport/local", module + "/internal/transport/async", module + "/internal/transport/transporttest", module + "/internal/transport/shm"}},
 		{"shmem", []string{module + "/internal/engine", module + "/internal/transport"}},
 		{"coarray", []string{module + "/internal/engine", module + "/internal/transport"}},
 		{"internal/engine", []string{module + "/internal/transport/local", "unsafe"}},
 		{"internal/transport", []string{module + "/internal/engine", "unsafe"}},
 		{"internal/transport/local", []string{module + "/internal/engine", "unsafe"}},
+		{"internal/transport/shm", []string{module + "/internal/engine"}},
 		{"internal/transport/transporttest", []string{module + "/internal/engine"}},
 	}
 	for _, r := range rules {
@@ -37,18 +39,18 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	// Only internal/mem may import unsafe anywhere.
+	// Only internal/mem and internal/transport/shm may import unsafe.
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
-		case !d.IsDir() || path == "internal/mem":
+		case !d.IsDir() || path == "internal/mem" || path == "internal/transport/shm":
 			return nil
 		case path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
 			return filepath.SkipDir
 		}
 		if files, ok := packageImports(t, path)["unsafe"]; ok {
-			t.Errorf("package %s imports unsafe (in %s); unsafe code belongs in internal/mem", path, strings.Join(files, ", "))
+			t.Errorf("package %s imports unsafe (in %s); unsafe code belongs in internal/mem (or the mappings of internal/transport/shm)", path, strings.Join(files, ", "))
 		}
 		return nil
 	})

@@ -198,3 +198,25 @@ var (
 	ErrAlign    = errors.New("transport: atomic access not aligned to the element size")
 	ErrTooLarge = errors.New("transport: active message too large")
 )
+
+// Poller is implemented by endpoints whose notices and active messages
+// wait in queues that the receiving rank drains (the rings of a
+// shared-memory transport) rather than being handled by the sender. The
+// transport drains them in the background as well, so handlers run even
+// if nobody polls; polling only makes delivery faster. The engine's
+// waiters poll while they spin, yield while they wait a little longer,
+// and call Park before they go to sleep.
+type Poller interface {
+	// Poll runs the handlers of whatever has arrived, on the calling
+	// goroutine, and reports whether it ran any. It never blocks: if
+	// another goroutine is draining, it returns false at once.
+	Poll() bool
+	// Yield gives the processor to other threads, of this process or
+	// any other, for a moment (sched_yield): ranks that are processes
+	// may share cores.
+	Yield()
+	// Park tells the transport that the caller stops polling and goes to
+	// sleep until a handler wakes it, so that background delivery must
+	// now react to every arrival.
+	Park()
+}

@@ -1,0 +1,142 @@
+package shm
+
+import (
+	"errors"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The control segment of an endpoint ("r<rank>" in the job) holds
+// everything its peers touch besides window memory, each part on cache
+// lines of its own:
+//
+//	header      magic, geometry, owner pid, state, doorbell     (hdrSize)
+//	notices     the bounded multi-producer notice ring           (slots x 64)
+//	exposures   the table of exposed regions                     (maxExpose x 64)
+//	am rings    one single-producer byte ring per source rank    (size x amRingSize)
+
+const (
+	lineSize  = 64
+	hdrSize   = 4096
+	magic     = 0x616d72616e_0001 // "narma", layout version 1
+	maxExpose = 4096              // regions exposed at once per endpoint
+	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
+)
+
+// Endpoint states in the header.
+const (
+	stateInit uint32 = iota
+	stateOpen
+	stateClosed
+	stateFailed // set by Kill, for tests
+)
+
+// header is the first page of a control segment.
+type header struct {
+	magic      uint64
+	size       uint32 // ranks in the job
+	rank       uint32
+	pid        uint32
+	slots      uint32 // notice ring slots (a power of two)
+	amRingSize uint32 // bytes of data per AM ring (a power of two)
+	_          [lineSize - 28]byte
+
+	state atomic.Uint32
+	_     [lineSize - 4]byte
+
+	// bell is the futex word the endpoint's progress goroutine sleeps on;
+	// producers bump it and wake it when sleepers is not zero.
+	bell     atomic.Uint32
+	sleepers atomic.Uint32
+	_        [lineSize - 8]byte
+
+	// amSeq counts AM records published to any of the endpoint's rings,
+	// so that a poll that finds it unchanged skips the rings.
+	amSeq atomic.Uint64
+	_     [lineSize - 8]byte
+
+	// enq is the notice ring's next free position.
+	enq atomic.Uint64
+	_   [lineSize - 8]byte
+}
+
+// slot is one notice: a cache line.
+type slot struct {
+	seq    atomic.Uint64 // Vyukov sequence: pos when free, pos+1 when full
+	src    uint32
+	kind   uint8
+	op     uint8
+	_      uint16
+	tag    int32
+	_      uint32
+	key    uint64
+	offset uint64
+	value  uint64
+	_      [lineSize - 48]byte
+}
+
+// exposure is one entry of the exposure table.
+type exposure struct {
+	gen atomic.Uint64 // key generation while exposed, 0 when free
+	pid uint32        // process whose heap holds the segment
+	seg uint32        // segment id in that heap
+	off uint64        // offset of the region in the segment
+	len uint64        // length of the region
+	_   [lineSize - 32]byte
+}
+
+// amRing is the head of a single-producer, single-consumer byte ring.
+type amRing struct {
+	tail atomic.Uint64 // written by the producer
+	_    [lineSize - 8]byte
+	head atomic.Uint64 // written by the consumer
+	_    [lineSize - 8]byte
+}
+
+// ctl is a typed view of a mapped control segment.
+type ctl struct {
+	mem       []byte
+	hdr       *header
+	slots     []slot
+	exposures []exposure
+	ringHeads []*amRing // by source rank
+	ringData  [][]byte  // by source rank
+}
+
+// ctlSize returns the size of a control segment for the given geometry.
+func ctlSize(size, slots, amRingSize int) int {
+	return hdrSize + slots*lineSize + maxExpose*lineSize + size*(2*lineSize+amRingSize)
+}
+
+// layout returns the view of a control segment; hdr says its geometry
+// (and is checked against the mapping's length).
+func layout(b []byte) (*ctl, error) {
+	if len(b) < hdrSize || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%lineSize != 0 {
+		return nil, errors.New("shm: control segment too short or misaligned")
+	}
+	h := (*header)(unsafe.Pointer(&b[0]))
+	if h.magic != magic {
+		return nil, errors.New("shm: not a narma control segment (or another version)")
+	}
+	size, slots, rs := int(h.size), int(h.slots), int(h.amRingSize)
+	if size < 1 || slots < 2 || slots&(slots-1) != 0 || rs < 4096 || rs&(rs-1) != 0 ||
+		size > 1<<20 || slots > 1<<24 || rs > 1<<30 || ctlSize(size, slots, rs) > len(b) {
+		return nil, errors.New("shm: control segment geometry does not fit its mapping")
+	}
+	c := &ctl{mem: b, hdr: h}
+	off := hdrSize
+	c.slots = unsafe.Slice((*slot)(unsafe.Pointer(&b[off])), slots)
+	off += slots * lineSize
+	c.exposures = unsafe.Slice((*exposure)(unsafe.Pointer(&b[off])), maxExpose)
+	off += maxExpose * lineSize
+	ringHeads := make([]*amRing, size)
+	c.ringData = make([][]byte, size)
+	for i := 0; i < size; i++ {
+		ringHeads[i] = (*amRing)(unsafe.Pointer(&b[off]))
+		off += 2 * lineSize
+		c.ringData[i] = b[off : off+rs : off+rs]
+		off += rs
+	}
+	c.ringHeads = ringHeads
+	return c, nil
+}

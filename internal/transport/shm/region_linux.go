@@ -1,0 +1,57 @@
+package shm
+
+import (
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/local"
+)
+
+// The data operations are the load/store core of the local transport
+// applied to the mapping, followed by the notice, if any, through the
+// target's ring: the ring's release store orders the notice after the data.
+
+// Put copies src into the target's memory at off, then queues n.
+func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Completion) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := local.PutAt(r.mem, off, src); err != nil {
+		return err
+	}
+	return r.noticeAfter(n)
+}
+
+// Get copies the target's memory at off into dst, then queues n.
+func (r *region) Get(off int, dst []byte, n transport.Notice, _ *transport.Completion) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := local.GetAt(r.mem, off, dst); err != nil {
+		return err
+	}
+	return r.noticeAfter(n)
+}
+
+// Accumulate applies op atomically per element on the mapping, then
+// queues n.
+func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, n transport.Notice, _ *transport.Completion) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := local.AccumulateAt(r.mem, off, op, t, src, result); err != nil {
+		return err
+	}
+	return r.noticeAfter(n)
+}
+
+// CompareSwap applies an atomic compare-and-swap on the mapping, then
+// queues n.
+func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, n transport.Notice, _ *transport.Completion) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := local.CompareSwapAt(r.mem, off, t, compare, swap, result); err != nil {
+		return err
+	}
+	return r.noticeAfter(n)
+}

@@ -1,0 +1,785 @@
+package shm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Config describes an endpoint to New.
+type Config struct {
+	// Rank and Size place the endpoint in the job.
+	Rank, Size int
+	// Heap is this process's shared heap, installed as mem's source so
+	// that the memory the engine exposes lies in segments.
+	Heap *Heap
+	// Exchange is the job's start-up allgather (the launcher's bootstrap):
+	// every rank passes its data and gets every rank's, indexed by rank.
+	// New calls it twice, the second time as a barrier.
+	Exchange func(ctx context.Context, data []byte) ([][]byte, error)
+	// NoticeSlots is the capacity of the endpoint's notice ring, a power
+	// of two (0: 1024).
+	NoticeSlots int
+	// RingSize is the size in bytes of each incoming active-message ring,
+	// a power of two of at least 4096 (0: chosen from Size).
+	RingSize int
+	// CheckInterval is how often peers are checked for failure (0: 20ms).
+	// A peer whose process is gone is reported within about this time.
+	CheckInterval time.Duration
+}
+
+// defaultRingSize gives each incoming ring 4 MiB / size, within
+// [64 KiB, 1 MiB]: a 1 MiB message streams in four records at 2 ranks.
+func defaultRingSize(size int) int {
+	rs := 1 << 20
+	for rs > 64<<10 && rs*size > 4<<20 {
+		rs >>= 1
+	}
+	return rs
+}
+
+// caps: operations are loads and stores on mapped memory, complete when
+// they return.
+var caps = transport.Caps{Name: "shm", Synchronous: true, Direct: true}
+
+// Peer states as the endpoint sees them.
+const (
+	peerOK uint32 = iota
+	peerClosed
+	peerFailed
+)
+
+// Endpoint is one rank of a job whose ranks are processes on one host. It
+// implements transport.Endpoint and transport.Poller; its methods are safe
+// for concurrent use.
+type Endpoint struct {
+	rank, size int
+	heap       *Heap
+	job        string
+	own        *ctl   // this endpoint's control segment
+	peers      []*ctl // every rank's control segment, own included
+	pids       []int
+	interval   time.Duration
+
+	closed    atomic.Bool
+	peerState []atomic.Uint32
+	errClosed []error // per peer: it closed
+	errFailed []error // per peer: it failed
+
+	am      [transport.MaxAMID]atomic.Pointer[transport.AMHandler]
+	notice  atomic.Pointer[transport.NoticeHandler]
+	failure atomic.Pointer[transport.FailureHandler]
+
+	// The consumer side: whoever holds draining runs the handlers.
+	draining atomic.Bool
+	deq      uint64      // next notice position (draining held)
+	amSeen   uint64      // value of amSeq last drained (draining held)
+	partial  []*assembly // per source: message being reassembled
+	scratch  []byte      // for records that wrap around the ring end
+
+	polls atomic.Uint64 // Poll calls, so the progress goroutine sees spinners
+	kick  chan struct{}
+	done  chan struct{}
+	wg    sync.WaitGroup
+
+	send []sender // per target
+
+	expMu   sync.Mutex
+	nextGen uint64
+	free    []int // free exposure table indices
+}
+
+// sender is the producer state of this endpoint on one target's ring.
+type sender struct {
+	mu   sync.Mutex
+	tail uint64 // next write position
+	head uint64 // last head read from the consumer
+}
+
+// assembly is a message arriving in several records.
+type assembly struct {
+	id  uint8
+	hdr []byte
+	buf []byte
+	got int
+}
+
+var (
+	_ transport.Endpoint = (*Endpoint)(nil)
+	_ transport.Poller   = (*Endpoint)(nil)
+)
+
+// ErrLayout reports a peer's control segment that is not what this
+// endpoint expects (another version, another job geometry).
+var ErrLayout = errors.New("shm: peer control segment does not match")
+
+// New creates this rank's control segment, exchanges its name with the
+// other ranks through cfg.Exchange, maps theirs and starts the endpoint's
+// progress goroutine. Every rank of the job must call it.
+func New(ctx context.Context, cfg Config) (*Endpoint, error) {
+	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
+		return nil, fmt.Errorf("shm: rank %d of %d", cfg.Rank, cfg.Size)
+	}
+	if cfg.Heap == nil || cfg.Exchange == nil {
+		return nil, errors.New("shm: Config needs a Heap and an Exchange")
+	}
+	slots := cfg.NoticeSlots
+	if slots == 0 {
+		slots = 1024
+	}
+	rs := cfg.RingSize
+	if rs == 0 {
+		rs = defaultRingSize(cfg.Size)
+	}
+	if slots < 2 || slots&(slots-1) != 0 || rs < 4096 || rs&(rs-1) != 0 {
+		return nil, fmt.Errorf("shm: %d notice slots and %d-byte rings: want powers of two, rings of at least 4096", slots, rs)
+	}
+	interval := cfg.CheckInterval
+	if interval <= 0 {
+		interval = 20 * time.Millisecond
+	}
+	job := cfg.Heap.Job()
+	name := "r" + strconv.Itoa(cfg.Rank)
+	b, err := createSegment(segmentPath(job, name), (ctlSize(cfg.Size, slots, rs)+pageSize-1)&^(pageSize-1))
+	if err != nil {
+		return nil, err
+	}
+	h := (*header)(unsafe.Pointer(&b[0]))
+	h.size, h.rank, h.pid = uint32(cfg.Size), uint32(cfg.Rank), uint32(os.Getpid())
+	h.slots, h.amRingSize = uint32(slots), uint32(rs)
+	h.magic = magic
+	own, err := layout(b)
+	if err != nil {
+		retire(b)
+		return nil, err
+	}
+	for i := range own.slots {
+		own.slots[i].seq.Store(uint64(i))
+	}
+	h.state.Store(stateOpen)
+
+	e := &Endpoint{
+		rank: cfg.Rank, size: cfg.Size, heap: cfg.Heap, job: job, own: own,
+		peers: make([]*ctl, cfg.Size), pids: make([]int, cfg.Size), interval: interval,
+		peerState: make([]atomic.Uint32, cfg.Size),
+		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
+		partial: make([]*assembly, cfg.Size),
+		kick:    make(chan struct{}, 1), done: make(chan struct{}),
+		send: make([]sender, cfg.Size),
+		free: make([]int, 0, maxExpose),
+	}
+	for i := maxExpose - 1; i >= 0; i-- {
+		e.free = append(e.free, i)
+	}
+	fail := func(err error) (*Endpoint, error) {
+		h.state.Store(stateClosed)
+		return nil, err
+	}
+	all, err := cfg.Exchange(ctx, []byte(name))
+	if err != nil {
+		return fail(fmt.Errorf("shm: exchange of segment names: %w", err))
+	}
+	if len(all) != cfg.Size {
+		return fail(fmt.Errorf("shm: exchange returned %d names for %d ranks", len(all), cfg.Size))
+	}
+	for r, nm := range all {
+		e.errClosed[r] = fmt.Errorf("shm: rank %d closed: %w", r, transport.ErrPeer)
+		e.errFailed[r] = fmt.Errorf("shm: rank %d failed: %w", r, transport.ErrPeer)
+		if r == cfg.Rank {
+			e.peers[r], e.pids[r] = own, os.Getpid()
+			continue
+		}
+		if string(nm) != "r"+strconv.Itoa(r) {
+			return fail(fmt.Errorf("shm: rank %d announced segment %q", r, nm))
+		}
+		pb, err := openSegment(segmentPath(job, string(nm)))
+		if err != nil {
+			return fail(err)
+		}
+		pc, err := layout(pb)
+		if err != nil || int(pc.hdr.size) != cfg.Size || int(pc.hdr.rank) != r {
+			retire(pb)
+			return fail(fmt.Errorf("%w: rank %d (%v)", ErrLayout, r, err))
+		}
+		e.peers[r], e.pids[r] = pc, int(pc.hdr.pid)
+	}
+	if _, err := cfg.Exchange(ctx, nil); err != nil {
+		return fail(fmt.Errorf("shm: start-up barrier: %w", err))
+	}
+	e.wg.Add(1)
+	go e.progress()
+	return e, nil
+}
+
+// Rank returns the endpoint's rank.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size returns the number of ranks.
+func (e *Endpoint) Size() int { return e.size }
+
+// Caps reports Caps{Name: "shm", Synchronous: true, Direct: true}.
+func (e *Endpoint) Caps() transport.Caps { return caps }
+
+// peerErr returns the error for an operation aimed at rank target, or nil.
+func (e *Endpoint) peerErr(target int) error {
+	if e.closed.Load() {
+		return transport.ErrClosed
+	}
+	if uint(target) >= uint(e.size) {
+		return fmt.Errorf("shm: rank %d out of range (size %d)", target, e.size)
+	}
+	switch e.peerState[target].Load() {
+	case peerClosed:
+		return e.errClosed[target]
+	case peerFailed:
+		return e.errFailed[target]
+	}
+	// The target's own word: a closed peer is refused at once, without
+	// waiting for the next check.
+	if s := e.peers[target].hdr.state.Load(); s != stateOpen {
+		if s == stateClosed {
+			return e.errClosed[target]
+		}
+		return e.errFailed[target]
+	}
+	return nil
+}
+
+// Expose makes m, which must lie in one segment of the endpoint's heap
+// (memory from mem.Alloc while the heap is mem's source), accessible to
+// the other ranks.
+func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
+	if e.closed.Load() {
+		return 0, transport.ErrClosed
+	}
+	var seg uint32
+	var off int
+	if len(m) > 0 {
+		var ok bool
+		seg, off, ok = e.heap.locate(m)
+		if !ok {
+			return 0, errors.New("shm: memory is not in a shared segment of this process (allocate it with the library's allocator while the transport is set up)")
+		}
+	}
+	e.expMu.Lock()
+	defer e.expMu.Unlock()
+	if len(e.free) == 0 {
+		return 0, fmt.Errorf("shm: more than %d regions exposed", maxExpose)
+	}
+	idx := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	e.nextGen++
+	x := &e.own.exposures[idx]
+	x.pid, x.seg, x.off, x.len = uint32(os.Getpid()), seg, uint64(off), uint64(len(m))
+	x.gen.Store(e.nextGen)
+	return transport.Key(e.nextGen<<keyIdxBit | uint64(idx)), nil
+}
+
+// Unexpose withdraws a region: handles on it fail with
+// transport.ErrNoRegion from then on.
+func (e *Endpoint) Unexpose(key transport.Key) error {
+	if e.closed.Load() {
+		return transport.ErrClosed
+	}
+	idx := int(key & (1<<keyIdxBit - 1))
+	gen := uint64(key) >> keyIdxBit
+	e.expMu.Lock()
+	defer e.expMu.Unlock()
+	if idx >= maxExpose || gen == 0 || e.own.exposures[idx].gen.Load() != gen {
+		return fmt.Errorf("shm: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
+	}
+	e.own.exposures[idx].gen.Store(0)
+	e.free = append(e.free, idx)
+	return nil
+}
+
+// Region returns a handle for the region key exposed by target, limited
+// to its first size bytes.
+func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Region, error) {
+	if err := e.peerErr(target); err != nil {
+		return nil, err
+	}
+	idx := int(key & (1<<keyIdxBit - 1))
+	gen := uint64(key) >> keyIdxBit
+	t := e.peers[target]
+	if idx >= maxExpose || gen == 0 {
+		return nil, fmt.Errorf("shm: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+	}
+	x := &t.exposures[idx]
+	if x.gen.Load() != gen {
+		return nil, fmt.Errorf("shm: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+	}
+	pid, seg, off, n := x.pid, x.seg, x.off, x.len
+	if size < 0 || uint64(size) > n {
+		return nil, fmt.Errorf("shm: handle of %d bytes on a region of %d: %w", size, n, transport.ErrBounds)
+	}
+	r := &region{ep: e, target: target, exp: x, gen: gen, key: key}
+	if n > 0 {
+		segMem, err := e.heap.attach(pid, seg)
+		if err != nil {
+			return nil, fmt.Errorf("shm: region %d of rank %d: %w", key, target, err)
+		}
+		if off > uint64(len(segMem)) || n > uint64(len(segMem))-off {
+			return nil, fmt.Errorf("shm: region %d of rank %d lies outside its segment: %w", key, target, transport.ErrBounds)
+		}
+		// Keep the capacity up to the segment's end: the sub-word
+		// atomics need the aligned word around each element.
+		r.mem = segMem[off : off+uint64(size)]
+	}
+	if x.gen.Load() != gen {
+		return nil, fmt.Errorf("shm: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+	}
+	return r, nil
+}
+
+// Flush returns at once: operations are complete when issued. It reports
+// a closed endpoint, a bad rank, a failed peer or ctx's error.
+func (e *Endpoint) Flush(ctx context.Context, target int) error {
+	if err := e.peerErr(target); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// FlushAll returns at once: operations are complete when issued.
+func (e *Endpoint) FlushAll(ctx context.Context) error {
+	if e.closed.Load() {
+		return transport.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// SetAMHandler installs h as the handler for id; a nil h removes it.
+func (e *Endpoint) SetAMHandler(id transport.AMID, h transport.AMHandler) {
+	if id >= transport.MaxAMID {
+		panic(fmt.Sprintf("shm: SetAMHandler: AMID %d out of range", id))
+	}
+	if h == nil {
+		e.am[id].Store(nil)
+		return
+	}
+	e.am[id].Store(&h)
+}
+
+// SetNoticeHandler installs h as the handler for notices; a nil h
+// removes it (notices are then dropped).
+func (e *Endpoint) SetNoticeHandler(h transport.NoticeHandler) {
+	if h == nil {
+		e.notice.Store(nil)
+		return
+	}
+	e.notice.Store(&h)
+}
+
+// SetFailureHandler installs h as the handler told of failed peers; a nil
+// h removes it.
+func (e *Endpoint) SetFailureHandler(h transport.FailureHandler) {
+	if h == nil {
+		e.failure.Store(nil)
+		return
+	}
+	e.failure.Store(&h)
+}
+
+// Close marks the endpoint closed in its control segment (peers then see
+// it as closed, not failed), stops its progress goroutine and releases its
+// mappings of other ranks' segments. Closing twice returns
+// transport.ErrClosed.
+func (e *Endpoint) Close() error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return transport.ErrClosed
+	}
+	e.own.hdr.state.Store(stateClosed)
+	close(e.done)
+	e.own.hdr.bell.Add(1)
+	futexWakeAll(&e.own.hdr.bell)
+	e.wg.Wait()
+	return nil
+}
+
+// ring wakes target's progress goroutine if it sleeps on its doorbell.
+func (e *Endpoint) ring(t *ctl) {
+	if t.hdr.sleepers.Load() != 0 {
+		t.hdr.bell.Add(1)
+		futexWakeAll(&t.hdr.bell)
+	}
+}
+
+// notify queues notice n about region key at target, waiting while the
+// target's ring is full.
+func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {
+	t := e.peers[target]
+	for spin := 0; !t.tryPush(e.rank, key, n); spin++ {
+		e.ring(t)
+		if err := e.backoff(target, spin); err != nil {
+			return err
+		}
+	}
+	e.ring(t)
+	return nil
+}
+
+// backoff waits a little for room at target (round spin of a wait): a few
+// yields, then sleeps growing to a millisecond. It fails if the target or
+// this endpoint is gone.
+func (e *Endpoint) backoff(target int, spin int) error {
+	if err := e.peerErr(target); err != nil {
+		return err
+	}
+	switch {
+	case spin < 16:
+		osYield()
+	default:
+		d := time.Duration(spin-15) * 10 * time.Microsecond
+		time.Sleep(min(d, time.Millisecond))
+	}
+	return nil
+}
+
+// maxRecord is the largest record written to a ring of size rs: a quarter
+// of it, so that a reader and a writer always overlap.
+func maxRecord(rs int) int { return rs / 4 }
+
+// SendAM copies hdr and payload into target's ring for this endpoint and
+// returns; a message larger than a record is split into several. It waits
+// while the ring is full (the target drains it in the background).
+func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) error {
+	if err := e.peerErr(target); err != nil {
+		return err
+	}
+	if id >= transport.MaxAMID {
+		return fmt.Errorf("shm: AMID %d out of range", id)
+	}
+	t := e.peers[target]
+	data := t.ringData[e.rank]
+	rh := t.ringHeads[e.rank]
+	rs := len(data)
+	maxRec := maxRecord(rs)
+	if recHead+len(hdr) > maxRec || len(payload) > 1<<31 {
+		return fmt.Errorf("shm: active message with a %d-byte header and %d-byte payload: %w", len(hdr), len(payload), transport.ErrTooLarge)
+	}
+	s := &e.send[target]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := true
+	rest := payload
+	for first || len(rest) > 0 {
+		piece := maxRec - recHead
+		if first {
+			piece -= len(hdr)
+		}
+		piece = min(piece, len(rest))
+		rec := recHeader{length: uint32(recHead + piece), id: uint8(id), total: uint32(len(payload))}
+		if first {
+			rec.flags |= recFirst
+			rec.length += uint32(len(hdr))
+			rec.hdrLen = uint16(len(hdr))
+		}
+		if piece == len(rest) {
+			rec.flags |= recLast
+		}
+		need := uint64(pad8(int(rec.length)))
+		for spin := 0; s.tail+need-s.head > uint64(rs); spin++ {
+			s.head = rh.head.Load()
+			if s.tail+need-s.head <= uint64(rs) {
+				break
+			}
+			e.ring(t)
+			if err := e.backoff(target, spin); err != nil {
+				return err
+			}
+		}
+		var head [recHead]byte
+		rec.encode(&head)
+		pos := s.tail
+		ringWrite(data, pos, head[:])
+		pos += recHead
+		if first {
+			ringWrite(data, pos, hdr)
+			pos += uint64(len(hdr))
+		}
+		ringWrite(data, pos, rest[:piece])
+		rest = rest[piece:]
+		s.tail += need
+		rh.tail.Store(s.tail)
+		t.hdr.amSeq.Add(1)
+		e.ring(t)
+		first = false
+	}
+	return nil
+}
+
+// Poll runs the handlers of the notices and active messages that have
+// arrived, on the calling goroutine, unless another goroutine is doing
+// so; it reports whether it ran any (transport.Poller).
+func (e *Endpoint) Poll() bool {
+	e.polls.Add(1)
+	if !e.draining.CompareAndSwap(false, true) {
+		return false
+	}
+	n := e.drain()
+	e.draining.Store(false)
+	return n
+}
+
+// Yield gives the processor to another thread of any process
+// (transport.Poller).
+func (e *Endpoint) Yield() { osYield() }
+
+// Park tells the endpoint that its caller stops polling (and sleeps until
+// a handler wakes it): the progress goroutine then sleeps on the doorbell
+// and every arrival wakes it (transport.Poller).
+func (e *Endpoint) Park() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pending reports whether anything waits to be drained. The caller holds
+// draining (or is the only consumer).
+func (e *Endpoint) pending() bool {
+	return e.own.noticePending(e.deq) || e.own.hdr.amSeq.Load() != e.amSeen
+}
+
+// drain runs the handlers for everything that has arrived; draining is
+// held. It reports whether there was anything.
+func (e *Endpoint) drain() bool {
+	did := false
+	for {
+		src, key, n, ok := e.own.pop(e.deq)
+		if !ok {
+			break
+		}
+		e.deq++
+		did = true
+		if src >= e.size {
+			continue // not from a rank of this job: drop
+		}
+		if h := e.notice.Load(); h != nil {
+			(*h)(src, key, n)
+		}
+	}
+	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen {
+		e.amSeen = seq
+		for src := range e.own.ringHeads {
+			if e.drainRing(src) {
+				did = true
+			}
+		}
+	}
+	return did
+}
+
+// drainRing handles the records in the ring of src; draining is held.
+func (e *Endpoint) drainRing(src int) bool {
+	rh := e.own.ringHeads[src]
+	data := e.own.ringData[src]
+	head := rh.head.Load()
+	tail := rh.tail.Load()
+	if head == tail {
+		return false
+	}
+	maxRec := maxRecord(len(data))
+	for head != tail {
+		var hb [recHead]byte
+		ringRead(data, head, hb[:])
+		rec := decodeRec(&hb)
+		if int(rec.length) < recHead || int(rec.length) > maxRec || tail-head < uint64(pad8(int(rec.length))) ||
+			int(rec.hdrLen) > int(rec.length)-recHead {
+			// A corrupt ring: the peer is broken. Drop its ring content.
+			rh.head.Store(tail)
+			return true
+		}
+		body := int(rec.length) - recHead
+		b := ringSlice(data, head+recHead, body)
+		if b == nil {
+			if cap(e.scratch) < body {
+				e.scratch = make([]byte, body)
+			}
+			b = e.scratch[:body]
+			ringRead(data, head+recHead, b)
+		}
+		e.record(src, rec, b)
+		head += uint64(pad8(int(rec.length)))
+		rh.head.Store(head)
+	}
+	return true
+}
+
+// record handles one record of src with body b (header then payload
+// piece); draining is held.
+func (e *Endpoint) record(src int, rec recHeader, b []byte) {
+	if rec.flags&recFirst != 0 {
+		hdr, piece := b[:rec.hdrLen:rec.hdrLen], b[rec.hdrLen:]
+		if rec.flags&recLast != 0 {
+			e.deliverAM(src, rec.id, hdr, piece)
+			return
+		}
+		a := &assembly{id: rec.id, hdr: append([]byte(nil), hdr...), buf: make([]byte, rec.total)}
+		a.got = copy(a.buf, piece)
+		e.partial[src] = a
+		return
+	}
+	a := e.partial[src]
+	if a == nil {
+		return // a continuation without a start: drop
+	}
+	a.got += copy(a.buf[a.got:], b)
+	if rec.flags&recLast != 0 {
+		e.partial[src] = nil
+		e.deliverAM(src, a.id, a.hdr, a.buf[:a.got])
+	}
+}
+
+func (e *Endpoint) deliverAM(src int, id uint8, hdr, payload []byte) {
+	if id >= transport.MaxAMID {
+		return
+	}
+	if h := e.am[id].Load(); h != nil {
+		(*h)(src, hdr, payload[:len(payload):len(payload)])
+	}
+}
+
+// progress drains in the background, so that handlers run even when
+// nobody polls, and watches the peers. While some goroutine of this
+// process polls (the count of Poll calls moves) it naps on a timer, so
+// that producers need not wake it; otherwise it sleeps on the doorbell,
+// which producers ring.
+func (e *Endpoint) progress() {
+	defer e.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	lastPolls := e.polls.Load()
+	nextCheck := time.Now().Add(e.interval)
+	hdr := e.own.hdr
+	for {
+		select {
+		case <-e.done:
+			return
+		default:
+		}
+		if e.draining.CompareAndSwap(false, true) {
+			did := e.drain()
+			e.draining.Store(false)
+			if did {
+				continue
+			}
+		}
+		if now := time.Now(); now.After(nextCheck) {
+			e.checkPeers()
+			nextCheck = now.Add(e.interval)
+		}
+		if p := e.polls.Load(); p != lastPolls {
+			lastPolls = p
+			timer.Reset(2 * time.Millisecond)
+			select {
+			case <-timer.C:
+			case <-e.kick:
+				lastPolls = e.polls.Load()
+				if !timer.Stop() {
+					<-timer.C
+				}
+			case <-e.done:
+				return
+			}
+			continue
+		}
+		b := hdr.bell.Load()
+		hdr.sleepers.Add(1)
+		if e.pendingRacy() {
+			hdr.sleepers.Add(^uint32(0))
+			continue
+		}
+		runtime.Gosched()
+		futexSleep(&hdr.bell, b, e.interval)
+		hdr.sleepers.Add(^uint32(0))
+		select {
+		case <-e.kick: // stale: we are about to drain anyway
+		default:
+		}
+	}
+}
+
+// pendingRacy is pending for a goroutine that does not hold draining: a
+// hint only.
+func (e *Endpoint) pendingRacy() bool {
+	if e.draining.Load() {
+		return false
+	}
+	return e.pending()
+}
+
+// checkPeers looks for peers that closed or whose process is gone, and
+// reports the failed ones to the failure handler.
+func (e *Endpoint) checkPeers() {
+	me := os.Getpid()
+	for r, p := range e.peers {
+		if r == e.rank || e.peerState[r].Load() != peerOK {
+			continue
+		}
+		switch p.hdr.state.Load() {
+		case stateClosed:
+			e.peerState[r].Store(peerClosed)
+			continue
+		case stateOpen:
+			if e.pids[r] == me || processAlive(e.pids[r]) {
+				continue
+			}
+		}
+		if p.hdr.state.Load() == stateClosed {
+			e.peerState[r].Store(peerClosed)
+			continue
+		}
+		e.peerState[r].Store(peerFailed)
+		if h := e.failure.Load(); h != nil {
+			(*h)(r, e.errFailed[r])
+		}
+	}
+}
+
+// region is a handle on a region exposed by another rank (or this one),
+// mapped into this process.
+type region struct {
+	ep     *Endpoint
+	target int
+	exp    *exposure
+	gen    uint64
+	key    transport.Key
+	mem    []byte
+}
+
+var _ transport.DirectRegion = (*region)(nil)
+
+func (r *region) check() error {
+	if err := r.ep.peerErr(r.target); err != nil {
+		return err
+	}
+	if r.exp.gen.Load() != r.gen {
+		return transport.ErrNoRegion
+	}
+	return nil
+}
+
+// Size returns the size of the handle in bytes.
+func (r *region) Size() int { return len(r.mem) }
+
+// Direct returns the mapped memory behind the handle.
+func (r *region) Direct() []byte { return r.mem }
+
+// noticeAfter delivers n, if any, after an access.
+func (r *region) noticeAfter(n transport.Notice) error {
+	if n.Kind == transport.NoticeNone {
+		return nil
+	}
+	return r.ep.notify(r.target, r.key, n)
+}
