@@ -51,6 +51,10 @@ type core struct {
 
 	sleepers atomic.Int32 // goroutines asleep in wait, to be woken by wake
 
+	// poller is the endpoint as a transport.Poller, if it is one: its
+	// notices and active messages are drained by the waiting rank.
+	poller transport.Poller
+
 	failed  []atomic.Bool // peers the transport reported failed
 	nfailed atomic.Int32
 }
@@ -68,6 +72,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		failed:   make([]atomic.Bool, ep.Size()),
 		nextCtx:  2,
 	}
+	k.poller, _ = ep.(transport.Poller)
 	c := &Comm{core: k, user: 0, coll: 1}
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	ep.SetAMHandler(amWin, c.handleWin)

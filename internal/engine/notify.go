@@ -317,6 +317,7 @@ func (w *Win) Counter(i int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	w.c.progress()
 	return p.Load(), nil
 }
 
@@ -405,6 +406,7 @@ func (w *Win) Signal(off int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	w.c.progress()
 	return mem.AtomicLoad64(word), nil
 }
 

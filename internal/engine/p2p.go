@@ -199,6 +199,7 @@ func (c *Comm) Recv(ctx context.Context, buf []byte, src, tag int) (Status, erro
 // Iprobe reports whether a message matching src and tag is waiting, and
 // its status, without receiving it.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	c.progress()
 	return c.iprobe("Iprobe", src, tag)
 }
 

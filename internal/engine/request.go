@@ -55,7 +55,12 @@ func (r *Request) check(op string) error {
 
 // Test reports whether the operation is complete, without blocking. Once
 // it reports true, the status and error are final.
-func (r *Request) Test() (Status, bool, error) { return r.test("Test") }
+func (r *Request) Test() (Status, bool, error) {
+	if r != nil && r.c != nil {
+		r.c.progress()
+	}
+	return r.test("Test")
+}
 
 // test is Test on behalf of the call name (Test, Wait, WaitAny...), which
 // its errors name.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"time"
+
+	"github.com/narma-rma/narma/internal/transport"
 )
 
 // signal is a broadcast wake-up: waiters take the current channel, check
@@ -50,11 +53,18 @@ const spinRounds = 8
 // before its last check of cond, and a waker changes the state before it
 // looks for sleepers.
 func (c *Comm) wait(ctx context.Context, cond func() bool) error {
-	for i := 0; i < spinRounds; i++ {
-		if cond() {
+	if p := c.poller; p != nil {
+		if c.pollWait(ctx, p, cond) {
 			return nil
 		}
-		runtime.Gosched()
+		p.Park()
+	} else {
+		for i := 0; i < spinRounds; i++ {
+			if cond() {
+				return nil
+			}
+			runtime.Gosched()
+		}
 	}
 	c.sleepers.Add(1)
 	defer c.sleepers.Add(-1)
@@ -70,6 +80,58 @@ func (c *Comm) wait(ctx context.Context, cond func() bool) error {
 		case <-c.abort:
 			return c.abortError()
 		}
+	}
+}
+
+// Waiting on a transport.Poller: the waiter drains the transport's queues
+// itself. It polls busily for pollSpins rounds (a peer on another core
+// answers within a few hundred nanoseconds), then yields the processor
+// between polls, to other processes too, for up to pollYield (ranks that
+// share a core run in turn instead of waiting for the scheduler's tick),
+// and then sleeps like any waiter, the transport's background progress
+// waking it.
+const (
+	pollSpins = 64
+	pollYield = time.Millisecond
+)
+
+// pollWait is the polling part of wait: it reports whether cond became
+// true; false means the caller should sleep (or ctx ended, or the job was
+// aborted: the sleep loop reports those).
+func (c *Comm) pollWait(ctx context.Context, p transport.Poller, cond func() bool) bool {
+	var start time.Time
+	for i := 0; ; i++ {
+		if cond() {
+			return true
+		}
+		if p.Poll() || i < pollSpins {
+			continue
+		}
+		if i&15 == 0 {
+			if i == pollSpins {
+				start = time.Now()
+			} else if time.Since(start) > pollYield {
+				return false
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			select {
+			case <-c.abort:
+				return false
+			default:
+			}
+		}
+		p.Yield()
+	}
+}
+
+// progress runs the handlers of whatever the transport has queued for
+// this rank, if it is a transport.Poller: the non-blocking tests call it
+// so that a test loop sees arrivals at once.
+func (c *Comm) progress() {
+	if c.poller != nil {
+		c.poller.Poll()
 	}
 }
 

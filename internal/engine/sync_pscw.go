@@ -188,6 +188,7 @@ func (w *Win) Test() (bool, error) {
 	if !w.exposeOn {
 		return false, opErr("Test", w.c.rank, ErrEpoch, "no exposure epoch is open")
 	}
+	w.c.progress()
 	if !w.completesIn() {
 		return false, nil
 	}

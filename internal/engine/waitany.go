@@ -33,7 +33,12 @@ func commOf(reqs []*Request) *Comm {
 // TestAny tests the requests in order and reports the first that is
 // complete: its index and status. It returns index -1 if none is complete
 // (or none takes part).
-func TestAny(reqs []*Request) (int, Status, error) { return testAny("TestAny", reqs) }
+func TestAny(reqs []*Request) (int, Status, error) {
+	if c := commOf(reqs); c != nil {
+		c.progress()
+	}
+	return testAny("TestAny", reqs)
+}
 
 func testAny(name string, reqs []*Request) (int, Status, error) {
 	for i, r := range reqs {
@@ -114,6 +119,9 @@ func WaitAll(ctx context.Context, reqs []*Request, statuses []Status) error {
 // complete to done (which may be nil; pass a reused slice to avoid
 // allocating). It returns the first error met.
 func TestSome(reqs []*Request, done []int) ([]int, error) {
+	if c := commOf(reqs); c != nil {
+		c.progress()
+	}
 	var first error
 	for i, r := range reqs {
 		if !r.pending() {

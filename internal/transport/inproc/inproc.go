@@ -7,7 +7,11 @@
 //   - "async": the same wrapped by transport/async, so that operations
 //     complete later on worker goroutines, control messages overtake data
 //     and memory is not reached directly — the paths a network transport
-//     takes, for testing programs and libraries against them.
+//     takes, for testing programs and libraries against them;
+//   - "shm": the shared-memory transport of process jobs, its ranks in
+//     this one process (Linux only): rings, doorbells and mapped segments
+//     as between processes, for testing and measuring it. The library's
+//     memory comes from shared segments from then on, in the whole process.
 package inproc
 
 import (
@@ -34,7 +38,9 @@ func New(n int) ([]transport.Endpoint, error) {
 			return nil, err
 		}
 		return async.Wrap(eps), nil
+	case "shm":
+		return newShm(n)
 	default:
-		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local or async)", EnvVar, name)
+		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local, async or shm)", EnvVar, name)
 	}
 }

@@ -23,10 +23,14 @@ type Heap struct {
 
 	mu     sync.Mutex
 	nextID uint32
-	own    []ownSeg             // this process's segments, sorted by address
-	byID   map[uint32][]byte    // this process's segments by id
-	remote map[segRef][]byte    // mappings of other processes' segments
+	own    []ownSeg          // this process's segments, sorted by address
+	byID   map[uint32][]byte // this process's segments by id
+	remote map[segRef][]byte // mappings of other processes' segments
 	closed bool
+
+	// private: every rank using the heap is in this process, so segment
+	// files are removed as soon as they are made (nobody opens them).
+	private bool
 }
 
 // ownSeg is one segment of this process.
@@ -52,6 +56,16 @@ func NewHeap(job string) (*Heap, error) {
 	return &Heap{job: job, pid: os.Getpid(), byID: make(map[uint32][]byte), remote: make(map[segRef][]byte)}, nil
 }
 
+// NewPrivateHeap returns a heap for a job whose ranks all run in this
+// process (Group): its segments are shared mappings as in a process job,
+// but their files are removed at once, so that nothing is left behind
+// even if the process dies.
+func NewPrivateHeap() *Heap {
+	h, _ := NewHeap(NewJobID())
+	h.private = true
+	return h
+}
+
 // Job returns the job the heap belongs to.
 func (h *Heap) Job() string { return h.job }
 
@@ -72,9 +86,13 @@ func (h *Heap) Alloc(n int) ([]byte, error) {
 	}
 	h.nextID++
 	id := h.nextID
-	b, err := createSegment(segmentPath(h.job, h.segName(uint32(h.pid), id)), size)
+	path := segmentPath(h.job, h.segName(uint32(h.pid), id))
+	b, err := createSegment(path, size)
 	if err != nil {
 		return nil, err
+	}
+	if h.private {
+		os.Remove(path)
 	}
 	base := mem.Addr(b)
 	i, _ := slices.BinarySearchFunc(h.own, base, func(s ownSeg, a uintptr) int { return cmpAddr(s.base, a) })
@@ -146,6 +164,9 @@ func (h *Heap) attach(pid, id uint32) ([]byte, error) {
 			return b, nil
 		}
 		return nil, fmt.Errorf("shm: no segment %d in this process", id)
+	}
+	if h.private {
+		return nil, fmt.Errorf("shm: segment %d of process %d: this heap serves only its own process", id, pid)
 	}
 	ref := segRef{pid, id}
 	if b, ok := h.remote[ref]; ok {

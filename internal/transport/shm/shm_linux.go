@@ -81,8 +81,8 @@ type Endpoint struct {
 
 	// The consumer side: whoever holds draining runs the handlers.
 	draining atomic.Bool
-	deq      uint64      // next notice position (draining held)
-	amSeen   uint64      // value of amSeq last drained (draining held)
+	deq      atomic.Uint64 // next notice position (written with draining held)
+	amSeen   atomic.Uint64 // value of amSeq last drained (written with draining held)
 	partial  []*assembly // per source: message being reassembled
 	scratch  []byte      // for records that wrap around the ring end
 
@@ -215,6 +215,10 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	if _, err := cfg.Exchange(ctx, nil); err != nil {
 		return fail(fmt.Errorf("shm: start-up barrier: %w", err))
 	}
+	// Every rank has mapped every control segment: the names are no
+	// longer needed, and removing them now leaves nothing behind whatever
+	// happens to the job.
+	os.Remove(segmentPath(job, name))
 	e.wg.Add(1)
 	go e.progress()
 	return e, nil
@@ -418,6 +422,7 @@ func (e *Endpoint) ring(t *ctl) {
 // target's ring is full.
 func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {
 	t := e.peers[target]
+	raceRelease()
 	for spin := 0; !t.tryPush(e.rank, key, n); spin++ {
 		e.ring(t)
 		if err := e.backoff(target, spin); err != nil {
@@ -500,6 +505,7 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 		}
 		var head [recHead]byte
 		rec.encode(&head)
+		raceRelease()
 		pos := s.tail
 		ringWrite(data, pos, head[:])
 		pos += recHead
@@ -548,7 +554,7 @@ func (e *Endpoint) Park() {
 // pending reports whether anything waits to be drained. The caller holds
 // draining (or is the only consumer).
 func (e *Endpoint) pending() bool {
-	return e.own.noticePending(e.deq) || e.own.hdr.amSeq.Load() != e.amSeen
+	return e.own.noticePending(e.deq.Load()) || e.own.hdr.amSeq.Load() != e.amSeen.Load()
 }
 
 // drain runs the handlers for everything that has arrived; draining is
@@ -556,12 +562,14 @@ func (e *Endpoint) pending() bool {
 func (e *Endpoint) drain() bool {
 	did := false
 	for {
-		src, key, n, ok := e.own.pop(e.deq)
+		deq := e.deq.Load()
+		src, key, n, ok := e.own.pop(deq)
 		if !ok {
 			break
 		}
-		e.deq++
+		e.deq.Store(deq + 1)
 		did = true
+		raceAcquire()
 		if src >= e.size {
 			continue // not from a rank of this job: drop
 		}
@@ -569,8 +577,8 @@ func (e *Endpoint) drain() bool {
 			(*h)(src, key, n)
 		}
 	}
-	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen {
-		e.amSeen = seq
+	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen.Load() {
+		e.amSeen.Store(seq)
 		for src := range e.own.ringHeads {
 			if e.drainRing(src) {
 				did = true
@@ -590,6 +598,7 @@ func (e *Endpoint) drainRing(src int) bool {
 		return false
 	}
 	maxRec := maxRecord(len(data))
+	raceAcquire()
 	for head != tail {
 		var hb [recHead]byte
 		ringRead(data, head, hb[:])

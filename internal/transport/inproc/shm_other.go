@@ -1,0 +1,14 @@
+//go:build !linux
+
+package inproc
+
+import (
+	"errors"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// newShm fails: the shared-memory transport needs Linux.
+func newShm(n int) ([]transport.Endpoint, error) {
+	return nil, errors.New("inproc: the shm transport needs Linux")
+}
