@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport/shm"
+)
+
+// drainPatience bounds the wait for the end of the ranks' output once
+// they have exited (and what they left in their process groups has been
+// killed): only a process that escaped its group can hold it longer.
+const drainPatience = 2 * time.Second
+
+// launcher runs one job.
+type launcher struct {
+	cfg    config
+	path   string // the program's resolved path
+	job    string // job identifier
+	dir    string // private temporary directory, holding the socket
+	srv    *bootstrap.Server
+	stdout *sink
+	stderr *sink
+	out    output
+	ranks  []*rank
+	exits  chan exit // from the rank waiters
+
+	stopServe context.CancelFunc // ends Serve
+	served    chan struct{}      // closed when Serve has returned serveErr
+	serveErr  error
+}
+
+// logf prints one of narmarun's own messages on stderr.
+func (l *launcher) logf(format string, args ...any) {
+	_, _ = l.stderr.Write([]byte("narmarun: " + fmt.Sprintf(format, args...) + "\n"))
+}
+
+// launch runs the job cfg describes and returns narmarun's exit status.
+// Whatever happens, the ranks are gone and the job's files removed when
+// it returns.
+func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
+	l := &launcher{
+		cfg:    cfg,
+		stdout: &sink{w: stdout},
+		stderr: &sink{w: stderr},
+		out:    output{tag: cfg.tag},
+		exits:  make(chan exit, cfg.n),
+	}
+	path, err := exec.LookPath(cfg.program)
+	if err != nil {
+		l.logf("%v", err)
+		return cannotRunStatus(err)
+	}
+	l.path = path
+	l.removeStale()
+
+	l.job = shm.NewJobID()
+	defer l.cleanup()
+	if l.dir, err = os.MkdirTemp("", "narmarun-"); err != nil {
+		l.logf("%v", err)
+		return exitFailure
+	}
+	if l.srv, err = bootstrap.Listen(filepath.Join(l.dir, "bootstrap.sock"), cfg.n); err != nil {
+		l.logf("%v", err)
+		return exitFailure
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	l.stopServe, l.served = stopServe, make(chan struct{})
+	go func() {
+		l.serveErr = l.srv.Serve(serveCtx)
+		close(l.served)
+	}()
+	defer func() {
+		stopServe()
+		<-l.served
+	}()
+	if cfg.verbose {
+		l.logf("job %s: %d ranks of %s, transport %s, bootstrap %s",
+			l.job, cfg.n, l.path, cfg.transport, l.srv.Addr())
+	}
+
+	started, err := l.start()
+	if err != nil {
+		l.logf("cannot start rank %d: %v", started, err)
+	}
+	status := l.wait(ctx, err)
+	l.killStragglers()
+	l.out.wait(after(drainPatience))
+	return status
+}
+
+// cannotRunStatus returns the exit status for a program that cannot be
+// started because of err: 127 if it does not exist, 126 otherwise, as a
+// shell does.
+func cannotRunStatus(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrDot) {
+		return exitNotFound
+	}
+	return exitCannotRun
+}
+
+// removeStale removes the shared-memory segments of jobs whose launcher
+// died without cleaning up.
+func (l *launcher) removeStale() {
+	removed, err := shm.RemoveStale()
+	if l.cfg.verbose {
+		for _, name := range removed {
+			l.logf("removed stale segment %s", filepath.Join(shm.Dir, name))
+		}
+	}
+	if err != nil {
+		l.logf("removing stale segments: %v", err)
+	}
+}
+
+// cleanup removes what the job leaves behind: the bootstrap socket, the
+// temporary directory and the shared-memory segments. The ranks must be
+// gone.
+func (l *launcher) cleanup() {
+	if l.srv != nil {
+		if err := l.srv.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			l.logf("%v", err)
+		}
+	}
+	if err := shm.RemoveJob(l.job); err != nil {
+		l.logf("removing the job's segments: %v", err)
+	}
+	if l.dir != "" {
+		if err := os.RemoveAll(l.dir); err != nil {
+			l.logf("%v", err)
+		}
+	}
+}

@@ -1,0 +1,410 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestAllRanksSucceed(t *testing.T) {
+	const n = 4
+	res, dir := runScript(t, `
+echo "$NARMA_RANK $NARMA_SIZE $NARMA_JOB $NARMA_TRANSPORT $NARMA_BOOTSTRAP" > "$1/env.$NARMA_RANK"
+echo "hello from rank $NARMA_RANK"
+`, "-n", fmt.Sprint(n))
+	if res.status != 0 {
+		t.Fatalf("status %d, want 0", res.status)
+	}
+	job := ""
+	for r := range n {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("env.%d", r)))
+		if err != nil {
+			t.Fatalf("rank %d did not run: %v", r, err)
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 5 || f[0] != fmt.Sprint(r) || f[1] != fmt.Sprint(n) || f[3] != "shm" || !strings.HasPrefix(f[4], "unix:/") {
+			t.Errorf("rank %d saw NARMA_RANK, SIZE, JOB, TRANSPORT, BOOTSTRAP = %q", r, f)
+			continue
+		}
+		if job == "" {
+			job = f[2]
+		} else if f[2] != job {
+			t.Errorf("rank %d is in job %s, rank 0 in %s", r, f[2], job)
+		}
+		if !strings.Contains(res.stdout, fmt.Sprintf("hello from rank %d\n", r)) {
+			t.Errorf("output of rank %d missing", r)
+		}
+	}
+	if strings.Contains(res.stdout, "[") {
+		t.Errorf("output tagged without --tag-output")
+	}
+	if res.stderr != "" {
+		t.Errorf("narmarun printed %q on a good run", res.stderr)
+	}
+}
+
+func TestArgumentsGoToTheProgram(t *testing.T) {
+	res, _ := runScript(t, `shift; echo "args: $*"`, "-n", "1")
+	if res.status != 0 || res.stdout != "args: \n" {
+		t.Fatalf("status %d, output %q", res.status, res.stdout)
+	}
+	path, dir := script(t, `shift; echo "args: $*"`)
+	res = runNarmarun(t, t.Context(), "-n", "2", "/bin/sh", path, dir, "-n", "5", "--tag-output", "x y")
+	if res.status != 0 || res.stdout != "args: -n 5 --tag-output x y\nargs: -n 5 --tag-output x y\n" {
+		t.Fatalf("status %d, output %q", res.status, res.stdout)
+	}
+}
+
+// sleepers is a script in which rank 1 fails by running how while the
+// others record their pid and sleep far longer than any test waits.
+func sleepers(how string) string {
+	return writePID + `
+if [ "$NARMA_RANK" = 1 ]; then
+	` + how + `
+fi
+exec sleep 120
+`
+}
+
+// checkStopped checks that the run ended long before the sleepers would
+// have, and that no rank that recorded its pid is left (a rank may have
+// been stopped before it could).
+func checkStopped(t *testing.T, res result, dir string, n int) {
+	t.Helper()
+	if res.elapsed > patience {
+		t.Errorf("the run took %v: the sleeping ranks were not stopped", res.elapsed)
+	}
+	for r, f := range pidFiles(dir, n) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("rank %d (pid %d) still exists after the run: %v", r, pid, err)
+		}
+	}
+}
+
+func TestRankFails(t *testing.T) {
+	res, dir := runScript(t, sleepers("exit 3"), "-n", "4")
+	if res.status != 3 {
+		t.Fatalf("status %d, want 3", res.status)
+	}
+	if !regexp.MustCompile(`narmarun: rank 1 \(pid \d+\) exited with status 3\n`).MatchString(res.stderr) {
+		t.Errorf("stderr %q does not report rank 1's failure", res.stderr)
+	}
+	checkStopped(t, res, dir, 4)
+}
+
+func TestRankKilled(t *testing.T) {
+	res, dir := runScript(t, sleepers("kill -9 $$"), "-n", "3")
+	if res.status != 128+9 {
+		t.Fatalf("status %d, want 137", res.status)
+	}
+	if !regexp.MustCompile(`narmarun: rank 1 \(pid \d+\) killed by signal 9 \(killed\)\n`).MatchString(res.stderr) {
+		t.Errorf("stderr %q does not report rank 1's death", res.stderr)
+	}
+	checkStopped(t, res, dir, 3)
+}
+
+func TestRankIgnoringSIGTERMIsKilled(t *testing.T) {
+	// Rank 1 fails; rank 0 ignores SIGTERM and must be killed after the
+	// grace period.
+	res, dir := runScript(t, writePID+`
+if [ "$NARMA_RANK" = 1 ]; then exit 5; fi
+trap '' TERM
+sleep 120
+`, "-n", "2", "--grace", "200ms")
+	if res.status != 5 {
+		t.Fatalf("status %d, want 5", res.status)
+	}
+	checkStopped(t, res, dir, 2)
+}
+
+func TestTimeout(t *testing.T) {
+	res, dir := runScript(t, writePID+"exec sleep 120\n", "-n", "3", "--timeout", "300ms")
+	if res.status != 124 {
+		t.Fatalf("status %d, want 124", res.status)
+	}
+	if !strings.Contains(res.stderr, "narmarun: timeout") {
+		t.Errorf("stderr %q does not report the timeout", res.stderr)
+	}
+	checkStopped(t, res, dir, 3)
+}
+
+func TestTimeoutNotReached(t *testing.T) {
+	res, _ := runScript(t, "exit 0\n", "-n", "2", "--timeout", "1h")
+	if res.status != 0 {
+		t.Fatalf("status %d, want 0", res.status)
+	}
+}
+
+func TestContextCanceled(t *testing.T) {
+	for _, tt := range []struct {
+		cause error
+		want  int
+	}{
+		{interrupted{syscall.SIGTERM}, 143},
+		{interrupted{os.Interrupt}, 130},
+		{errors.New("some other reason"), 130},
+	} {
+		t.Run(fmt.Sprint(tt.want), func(t *testing.T) {
+			path, dir := script(t, writePID+"exec sleep 120\n")
+			ctx, cancel := context.WithCancelCause(t.Context())
+			go func() {
+				appear(pidFiles(dir, 2)...)
+				cancel(tt.cause)
+			}()
+			res := runNarmarun(t, ctx, "-n", "2", "/bin/sh", path, dir)
+			if res.status != tt.want {
+				t.Fatalf("status %d, want %d", res.status, tt.want)
+			}
+			checkStopped(t, res, dir, 2)
+		})
+	}
+}
+
+func TestTagOutput(t *testing.T) {
+	const n = 3
+	// Each rank prints numbered lines on stdout and stderr, one of them
+	// long, and ends stdout without a newline.
+	res, _ := runScript(t, `
+long=$(printf '%5000s' '' | tr ' ' "$NARMA_RANK")
+i=0
+while [ $i -lt 20 ]; do
+	echo "out $NARMA_RANK line $i $long"
+	echo "err $NARMA_RANK line $i" >&2
+	i=$((i+1))
+done
+printf "out $NARMA_RANK last"
+`, "-n", fmt.Sprint(n), "--tag-output")
+	if res.status != 0 {
+		t.Fatalf("status %d", res.status)
+	}
+	long := func(r int) string { return strings.Repeat(fmt.Sprint(r), 5000) }
+	check := func(stream, text string, count int, want func(r, i int) string) {
+		t.Helper()
+		if !strings.HasSuffix(text, "\n") {
+			t.Errorf("%s does not end with a newline", stream)
+		}
+		next := make([]int, n)
+		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			var r int
+			if _, err := fmt.Sscanf(line, "[%d] ", &r); err != nil || r < 0 || r >= n {
+				t.Fatalf("%s: untagged line %.60q", stream, line)
+			}
+			body := strings.TrimPrefix(line, fmt.Sprintf("[%d] ", r))
+			if next[r] >= count || body != want(r, next[r]) {
+				t.Fatalf("%s: rank %d's line %d is %.60q", stream, r, next[r], body)
+			}
+			next[r]++
+		}
+		for r, k := range next {
+			if k != count {
+				t.Errorf("%s: %d lines of rank %d, want %d", stream, k, r, count)
+			}
+		}
+	}
+	check("stdout", res.stdout, 21, func(r, i int) string {
+		if i == 20 {
+			return fmt.Sprintf("out %d last", r)
+		}
+		return fmt.Sprintf("out %d line %d %s", r, i, long(r))
+	})
+	check("stderr", res.stderr, 20, func(r, i int) string { return fmt.Sprintf("err %d line %d", r, i) })
+}
+
+func TestCleanup(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	for _, how := range []string{"exit 0", "exit 3"} {
+		t.Run(how, func(t *testing.T) {
+			res, dir := runScript(t, `
+touch "/dev/shm/narma.$NARMA_JOB.test.$NARMA_RANK" || exit 9
+echo "$NARMA_JOB $NARMA_BOOTSTRAP" > "$1/job.$NARMA_RANK.tmp" && mv "$1/job.$NARMA_RANK.tmp" "$1/job.$NARMA_RANK"
+if [ "$NARMA_RANK" = 0 ]; then `+how+`; fi
+`, "-n", "2")
+			if want := map[string]int{"exit 0": 0, "exit 3": 3}[how]; res.status != want {
+				t.Fatalf("status %d, want %d", res.status, want)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "job.0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := strings.Fields(string(b))
+			for r := range 2 {
+				seg := fmt.Sprintf("/dev/shm/narma.%s.test.%d", f[0], r)
+				if _, err := os.Stat(seg); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s left behind: %v", seg, err)
+				}
+			}
+			sockDir := filepath.Dir(strings.TrimPrefix(f[1], "unix:"))
+			if _, err := os.Stat(sockDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("temporary directory %s left behind: %v", sockDir, err)
+			}
+		})
+	}
+}
+
+// deadPID returns the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func TestStaleSegmentsRemoved(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	stale := fmt.Sprintf("/dev/shm/narma.%d-0123456789abcdef.x", deadPID(t))
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(stale) })
+	res, _ := runScript(t, "exit 0\n", "-n", "1", "-v")
+	if res.status != 0 {
+		t.Fatalf("status %d", res.status)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale segment %s still there: %v", stale, err)
+	}
+	if !strings.Contains(res.stderr, "removed stale segment "+stale) {
+		t.Errorf("-v did not report the removal of %s", stale)
+	}
+}
+
+func TestVerbose(t *testing.T) {
+	res, _ := runScript(t, "exit 0\n", "-n", "2", "-v")
+	for _, re := range []string{
+		`narmarun: job \d+-[0-9a-f]{16}: 2 ranks of /bin/sh, transport shm, bootstrap unix:/\S+\n`,
+		`narmarun: rank 0: pid \d+\n`,
+		`narmarun: rank 1: pid \d+\n`,
+		`narmarun: rank 1 \(pid \d+\) exited with status 0\n`,
+	} {
+		if !regexp.MustCompile(re).MatchString(res.stderr) {
+			t.Errorf("-v output lacks %s", re)
+		}
+	}
+}
+
+func TestProgramNotRunnable(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		program string
+		want    int
+	}{
+		{"narmarun-no-such-program", 127},
+		{filepath.Join(t.TempDir(), "missing"), 127},
+		{notExec, 126},
+	} {
+		res := runNarmarun(t, t.Context(), "-n", "2", tt.program)
+		if res.status != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.program, res.status, tt.want)
+		}
+		if !strings.Contains(res.stderr, filepath.Base(tt.program)) {
+			t.Errorf("%s: stderr %q does not name the program", tt.program, res.stderr)
+		}
+	}
+}
+
+func TestBadCommandLine(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"/bin/true"},
+		{"-n", "0", "/bin/true"},
+		{"-n", "-3", "/bin/true"},
+		{"-n", "two", "/bin/true"},
+		{"-n", "2"},
+		{"-n", "2", "--no-such-flag", "/bin/true"},
+		{"-n", "2", "--transport", "tcp", "/bin/true"},
+		{"-n", "2", "--timeout", "-1s", "/bin/true"},
+		{"-n", "2", "--timeout", "soon", "/bin/true"},
+	} {
+		res := runNarmarun(t, t.Context(), args...)
+		if res.status != 2 || !strings.Contains(res.stderr, "usage: narmarun -n N") {
+			t.Errorf("narmarun %q: status %d, stderr %q; want 2 and the usage", args, res.status, res.stderr)
+		}
+		if res.stdout != "" {
+			t.Errorf("narmarun %q printed %q on stdout", args, res.stdout)
+		}
+	}
+	res := runNarmarun(t, t.Context(), "-n", "2", "--transport", "tcp", "/bin/true")
+	if !strings.Contains(res.stderr, `unknown transport "tcp"`) {
+		t.Errorf("stderr %q does not explain the transport", res.stderr)
+	}
+	if res := runNarmarun(t, t.Context(), "-h"); res.status != 0 || !strings.Contains(res.stderr, "-tag-output") {
+		t.Errorf("-h: status %d, stderr %q", res.status, res.stderr)
+	}
+}
+
+func TestBootstrapFromProcesses(t *testing.T) {
+	_, testprog := binaries(t)
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	res := runNarmarun(t, ctx, "-n", "4", testprog)
+	if res.status != 0 {
+		t.Fatalf("status %d, want 0", res.status)
+	}
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	slices.Sort(lines)
+	want := []string{"rank 0 of 4: ok", "rank 1 of 4: ok", "rank 2 of 4: ok", "rank 3 of 4: ok"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("output %q, want %q", lines, want)
+	}
+}
+
+func TestBootstrapRankDiesMidRound(t *testing.T) {
+	_, testprog := binaries(t)
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	start := time.Now()
+	res := runNarmarun(t, ctx, "-n", "4", testprog, "-fail-rank", "2")
+	if res.status != 3 {
+		t.Fatalf("status %d, want 3 (rank 2's)", res.status)
+	}
+	if !regexp.MustCompile(`narmarun: rank 2 \(pid \d+\) exited with status 3`).MatchString(res.stderr) {
+		t.Errorf("stderr does not report rank 2's exit")
+	}
+	if time.Since(start) > patience {
+		t.Errorf("the other ranks hung")
+	}
+}
+
+// TestBootstrapRankFailsBeforeDialing: rank 2 fails without ever joining,
+// so the others wait in a round until narmarun stops them. Killing them
+// in the middle of that round must not make the bootstrap blame them.
+func TestBootstrapRankFailsBeforeDialing(t *testing.T) {
+	_, testprog := binaries(t)
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	res := runNarmarun(t, ctx, "-n", "4", testprog, "-fail-rank", "2", "-fail-at", "dial")
+	if res.status != 3 {
+		t.Fatalf("status %d, want 3 (rank 2's)", res.status)
+	}
+	if strings.Contains(res.stderr, "narmarun: bootstrap:") {
+		t.Errorf("narmarun reports a bootstrap failure it caused itself")
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"syscall"
+)
+
+// never is a channel that is never ready.
+var never <-chan struct{}
+
+// wait runs the job until every started rank has exited, and returns
+// narmarun's exit status. It stops the ranks when one fails, when the
+// time is up, when ctx ends, and, after a grace period for the ranks to
+// end by themselves, when the bootstrap fails. startErr is the error that
+// kept a rank from starting, if any.
+func (l *launcher) wait(ctx context.Context, startErr error) int {
+	w := waiter{l: l, status: -1, first: -1, killAt: never, stopAt: never, timeUp: never}
+	if startErr != nil {
+		w.status = cannotRunStatus(startErr)
+		w.stop()
+	}
+	if l.cfg.timeout > 0 {
+		w.timeUp = after(l.cfg.timeout)
+	}
+	served, done := l.served, ctx.Done()
+	for running := len(l.ranks); running > 0; {
+		select {
+		case e := <-l.exits:
+			running--
+			w.exited(e)
+		case <-served:
+			served = nil
+			w.bootstrapEnded()
+		case <-w.stopAt:
+			w.stopAt = never
+			w.stop()
+		case <-w.timeUp:
+			w.timeUp = never
+			if !w.stopping {
+				w.status = exitTimeout
+				l.logf("timeout: the job ran for %v; stopping %d ranks", l.cfg.timeout, running)
+				w.stop()
+			}
+		case <-done:
+			done = nil
+			if !w.stopping {
+				w.status = interruptStatus(ctx)
+				l.logf("%v; stopping %d ranks", context.Cause(ctx), running)
+				w.stop()
+			} else {
+				w.killAt = never
+				l.signalAll(syscall.SIGKILL)
+			}
+		case <-w.killAt:
+			w.killAt = never
+			l.logf("ranks still running %v after SIGTERM: killing them", l.cfg.grace)
+			l.signalAll(syscall.SIGKILL)
+		}
+	}
+	l.stopServe()
+	if served != nil {
+		<-served
+		w.bootstrapEnded()
+	}
+	return w.verdict()
+}
+
+// waiter is the state of wait.
+type waiter struct {
+	l        *launcher
+	status   int  // exit status decided so far, or -1
+	first    int  // rank whose failure decided status, or -1
+	stopping bool // SIGTERM sent
+	bootFail bool // the bootstrap failed
+
+	killAt, stopAt, timeUp <-chan struct{}
+}
+
+// stop stops the ranks: SIGTERM now, SIGKILL after the grace period. It
+// ends Serve first, so that the ranks it kills in the middle of an
+// exchange are not taken for the cause of a bootstrap failure.
+func (w *waiter) stop() {
+	if w.stopping {
+		return
+	}
+	w.stopping = true
+	w.l.stopServe()
+	w.l.signalAll(syscall.SIGTERM)
+	w.killAt = after(w.l.cfg.grace)
+}
+
+// exited records how a rank ended; the first to fail before the job is
+// being stopped decides the exit status.
+func (w *waiter) exited(e exit) {
+	r := w.l.ranks[e.rank]
+	r.exit = &e
+	switch {
+	case e.status != 0 && !w.stopping:
+		w.status, w.first = e.status, e.rank
+		w.l.logf("rank %d (pid %d) %s", e.rank, r.pid(), e.how)
+		w.stop()
+	case w.l.cfg.verbose:
+		w.l.logf("rank %d (pid %d) %s", e.rank, r.pid(), e.how)
+	}
+}
+
+// bootstrapEnded handles the end of Serve. A failure is reported, unless
+// it is the cancellation by stop; if nothing else has failed, the ranks
+// get a grace period to end by themselves (their exchanges fail) before
+// they are stopped.
+func (w *waiter) bootstrapEnded() {
+	err := w.l.serveErr
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	w.l.logf("%v", err)
+	w.bootFail = true
+	if !w.stopping {
+		w.stopAt = after(w.l.cfg.grace)
+	}
+}
+
+// verdict returns the exit status once every rank has exited. When a
+// rank's failure stopped the job but the bootstrap blames another rank,
+// which failed too, that rank came first: the ranks failed because their
+// exchanges with it did, and only the order in which narmarun saw their
+// exits said otherwise.
+func (w *waiter) verdict() int {
+	if w.first >= 0 {
+		if b, ok := faultyRank(w.l.serveErr); ok && b != w.first && b < len(w.l.ranks) {
+			if r := w.l.ranks[b]; r.exit != nil && r.exit.status != 0 {
+				w.l.logf("rank %d (pid %d) %s, which made the bootstrap fail", b, r.pid(), r.exit.how)
+				return r.exit.status
+			}
+		}
+	}
+	switch {
+	case w.status >= 0:
+		return w.status
+	case w.bootFail:
+		return exitFailure
+	}
+	return 0
+}
+
+// faultyRank returns the rank a bootstrap error blames, if any.
+func faultyRank(err error) (int, bool) {
+	type blamer interface {
+		error
+		FaultyRank() int
+	}
+	if b, ok := errors.AsType[blamer](err); ok && b.FaultyRank() >= 0 {
+		return b.FaultyRank(), true
+	}
+	return 0, false
+}

@@ -1,0 +1,222 @@
+package bootstrap
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Dial retries while the socket is missing or refuses connections (the
+// launcher may not have created it yet), for at most dialPatience, waiting
+// between dialBackoff and maxDialBackoff between tries.
+const (
+	dialPatience   = 10 * time.Second
+	dialBackoff    = 5 * time.Millisecond
+	maxDialBackoff = 200 * time.Millisecond
+)
+
+// errJobFailed is wrapped by the errors of a client whose job the server
+// declared failed.
+var errJobFailed = errors.New("job failed")
+
+// Client is a rank's end of the bootstrap. Its methods are safe for
+// concurrent use, but each Exchange is one round, so the order of
+// concurrent Exchange calls is the order of the rounds. After an Exchange
+// fails the Client is unusable: the job has failed, or will when the
+// server sees this rank's connection close. A Client must not be copied.
+type Client struct {
+	rank, size int
+	conn       *net.UnixConn
+	r          *bufio.Reader
+	closed     atomic.Bool
+
+	mu    sync.Mutex // serializes Exchange
+	round uint32
+	err   error // why the connection is unusable
+}
+
+// Dial connects to addr ("unix:" followed by a socket path) as rank of a
+// job of size ranks, and introduces itself with its pid. It waits for the
+// server to accept the introduction, so a rank out of range or connected
+// twice is an error here. While the socket does not exist yet it retries,
+// for a few seconds at most; ctx bounds the whole call.
+func Dial(ctx context.Context, addr string, rank, size int) (*Client, error) {
+	path, err := socketPath(addr)
+	if err != nil {
+		return nil, err
+	}
+	if size < 1 || size > maxSize || rank < 0 || rank >= size {
+		return nil, fmt.Errorf("bootstrap: dial: rank %d of %d ranks is not valid", rank, size)
+	}
+	conn, err := dialRetry(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: rank %d: dial %s: %w", rank, addr, err)
+	}
+	c := &Client{rank: rank, size: size, conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
+	if err := c.hello(ctx); err != nil {
+		conn.Close()
+		return nil, c.describe(ctx, "dial "+addr, err)
+	}
+	return c, nil
+}
+
+// dialRetry connects to the socket at path, retrying while it does not
+// exist or refuses connections.
+func dialRetry(ctx context.Context, path string) (*net.UnixConn, error) {
+	var d net.Dialer
+	giveUp := time.Now().Add(dialPatience)
+	wait := dialBackoff
+	for {
+		conn, err := d.DialContext(ctx, "unix", path)
+		if err == nil {
+			return conn.(*net.UnixConn), nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		retry := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EAGAIN)
+		if !retry || time.Now().After(giveUp) {
+			return nil, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, maxDialBackoff)
+	}
+}
+
+// hello introduces the client and waits for the server's answer.
+func (c *Client) hello(ctx context.Context) error {
+	defer c.interruptOn(ctx)()
+	hello := appendMessage(nil, message{kind: kindHello, rank: c.rank, size: c.size, pid: os.Getpid()})
+	if _, err := c.conn.Write(hello); err != nil {
+		return c.reasonAfter(err)
+	}
+	m, err := readMessage(c.r)
+	switch {
+	case err != nil:
+		return err
+	case m.kind == kindError:
+		return &abortError{reason: string(m.data)}
+	case m.kind != kindAccept:
+		return malformed("message of kind %q in answer to the hello", m.kind)
+	}
+	return nil
+}
+
+// Exchange sends data (at most 1 MiB) as this rank's contribution to the
+// next round, and returns every rank's data, indexed by rank, once all
+// ranks have sent theirs. The returned slices are the caller's. It fails
+// when ctx ends, when the job fails (the error gives the server's reason,
+// naming the rank at fault), or when the Client is closed.
+func (c *Client) Exchange(ctx context.Context, data []byte) ([][]byte, error) {
+	if len(data) > maxBlob {
+		return nil, fmt.Errorf("bootstrap: rank %d: exchange: %d bytes of data, more than %d", c.rank, len(data), maxBlob)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed.Load():
+		return nil, fmt.Errorf("bootstrap: rank %d: exchange: %w", c.rank, os.ErrClosed)
+	case c.err != nil:
+		return nil, c.err
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("bootstrap: rank %d: exchange: %w", c.rank, ctx.Err())
+	}
+	all, err := c.exchange(ctx, data)
+	if err != nil {
+		c.err = c.describe(ctx, fmt.Sprintf("exchange (round %d)", c.round), err)
+		c.conn.Close()
+		return nil, c.err
+	}
+	c.round++
+	return all, nil
+}
+
+// exchange does one round.
+func (c *Client) exchange(ctx context.Context, data []byte) ([][]byte, error) {
+	defer c.interruptOn(ctx)()
+	if _, err := c.conn.Write(appendMessage(nil, message{kind: kindData, round: c.round, data: data})); err != nil {
+		return nil, c.reasonAfter(err)
+	}
+	all := make([][]byte, c.size)
+	for r := range all {
+		m, err := readMessage(c.r)
+		switch {
+		case err != nil:
+			return nil, err
+		case m.kind == kindError:
+			return nil, &abortError{reason: string(m.data)}
+		case m.kind != kindBlob:
+			return nil, malformed("message of kind %q during a round", m.kind)
+		case m.round != c.round || m.rank != r:
+			return nil, malformed("blob of rank %d in round %d, want rank %d in round %d", m.rank, m.round, r, c.round)
+		}
+		all[r] = m.data
+	}
+	return all, nil
+}
+
+// reasonAfter returns the server's failure reason if a write failed
+// because the server closed the connection after sending one, and werr
+// otherwise.
+func (c *Client) reasonAfter(werr error) error {
+	if m, err := readMessage(c.r); err == nil && m.kind == kindError {
+		return &abortError{reason: string(m.data)}
+	}
+	return werr
+}
+
+// interruptOn makes blocked reads and writes of c return when ctx ends;
+// the returned function undoes that.
+func (c *Client) interruptOn(ctx context.Context) (stop func()) {
+	s := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	return func() { s() }
+}
+
+// describe turns err, met during op, into the error a caller sees.
+func (c *Client) describe(ctx context.Context, op string, err error) error {
+	if a, ok := errors.AsType[*abortError](err); ok {
+		return fmt.Errorf("bootstrap: rank %d: %s: %w: %s", c.rank, op, errJobFailed, a.reason)
+	}
+	switch {
+	case c.closed.Load():
+		return fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, os.ErrClosed)
+	case ctx.Err() != nil:
+		return fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, ctx.Err())
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("bootstrap: rank %d: %s: the server closed the connection: %w", c.rank, op, io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, err)
+}
+
+// Close closes the connection. A rank closes it after its last round; the
+// job ends well when every rank has. Closing twice returns an error
+// wrapping os.ErrClosed.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return fmt.Errorf("bootstrap: rank %d: close: %w", c.rank, os.ErrClosed)
+	}
+	if err := c.conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("bootstrap: rank %d: close: %w", c.rank, err)
+	}
+	return nil
+}
+
+// abortError carries the reason the server gave for failing the job.
+type abortError struct{ reason string }
+
+func (e *abortError) Error() string { return "job failed: " + e.reason }
