@@ -13,6 +13,7 @@ import (
 type Comm struct {
 	e   *engine.Comm
 	ctx context.Context
+	fin *finalizer // ends a job made by Init; nil for Run's ranks and duplicates
 }
 
 // Rank returns this rank's number, in [0, Size()).

@@ -759,7 +759,7 @@ func TestFailedUnlockLeaksNothing(t *testing.T) {
 	const n = 2
 	held, failed, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	retriedOK := false // written by rank 1 before a barrier, read by rank 0 after it
-	run(t, n, func(c *narma.Comm) error {
+	runLocal(t, n, func(c *narma.Comm) error {
 		ctx := c.Context()
 		me := c.Rank()
 		w, err := allocPattern(c, 2, narma.Deferred)

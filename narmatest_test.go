@@ -12,11 +12,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/narma-rma/narma"
+	"github.com/narma-rma/narma/internal/testjob"
 )
 
 // testTimeout bounds every job: a hang fails the test instead of blocking
@@ -44,12 +47,107 @@ func runErr(t *testing.T, n int, fn func(c *narma.Comm) error) error {
 	}
 }
 
-// run runs fn on n ranks under a deadline and fails the test on error.
+// run runs fn on n ranks under a deadline and fails the test on error:
+// first with the ranks as goroutines (Run, over the transport that
+// NARMA_TRANSPORT selects), then, unless NARMA_TRANSPORT is set or
+// NARMA_TEST_PROCS=0, with the ranks as processes over the shared-memory
+// transport (see runProcs). Rank functions report by returning errors, so
+// the same checks hold in both.
 func run(t *testing.T, n int, fn func(c *narma.Comm) error) {
 	t.Helper()
+	call := nextCall(t)
+	if want := testjob.Call(); want != "" {
+		// A rank process: run this call as the rank, and only this one;
+		// earlier calls of the test run in-process as usual.
+		if call == want {
+			rankMain(n, fn)
+		}
+		if err := runErr(t, n, fn); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	if err := runErr(t, n, fn); err != nil {
 		t.Fatal(err)
 	}
+	if runtime.GOOS != "linux" || os.Getenv("NARMA_TRANSPORT") != "" || os.Getenv("NARMA_TEST_PROCS") == "0" {
+		return
+	}
+	runProcs(t, n, call)
+}
+
+// runLocal is run with goroutine ranks only, for tests whose ranks
+// coordinate through Go values (channels closed by one rank and awaited by
+// another), which processes do not share.
+func runLocal(t *testing.T, n int, fn func(c *narma.Comm) error) {
+	t.Helper()
+	if testjob.Call() != "" {
+		t.Skip("ranks coordinate through Go values: goroutine ranks only")
+	}
+	if err := runErr(t, n, fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// calls counts the calls of run per test, so that a rank process can find
+// the call it must run: the tests are deterministic in their calls.
+var calls struct {
+	sync.Mutex
+	n map[string]int
+}
+
+func nextCall(t *testing.T) string {
+	calls.Lock()
+	defer calls.Unlock()
+	if calls.n == nil {
+		calls.n = make(map[string]int)
+	}
+	calls.n[t.Name()]++
+	return fmt.Sprintf("%s#%d", t.Name(), calls.n[t.Name()])
+}
+
+// runProcs runs call of the current test with n processes of the test
+// binary as the ranks (package testjob): each joins with narma.Init.
+func runProcs(t *testing.T, n int, call string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+10*time.Second)
+	defer cancel()
+	if _, err := testjob.Run(ctx, n, call, "-test.run="+testjob.TestPattern(t.Name()), "-test.count=1"); err != nil {
+		t.Fatalf("ranks as processes: %v", err)
+	}
+}
+
+// rankMain is a rank process's part: join the job, run fn, leave, and end
+// the process with fn's verdict.
+func rankMain(n int, fn func(c *narma.Comm) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c, err := narma.Init(ctx)
+	if err == nil {
+		if c.Size() != n {
+			err = fmt.Errorf("job of %d ranks, want %d", c.Size(), n)
+		} else {
+			err = callRank(c, fn)
+		}
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rank process: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// callRank runs fn, turning a panic into an error.
+func callRank(c *narma.Comm, fn func(c *narma.Comm) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("rank %d panicked: %v\n%s", c.Rank(), p, debug.Stack())
+		}
+	}()
+	return fn(c)
 }
 
 var strategies = []narma.Strategy{narma.Immediate, narma.Deferred}

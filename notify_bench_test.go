@@ -133,7 +133,7 @@ func BenchmarkProducerConsumer(b *testing.B) {
 	for _, size := range []int{8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 1 << 20} {
 		for _, v := range []struct {
 			name string
-			fn   func(b *testing.B, c *narma.Comm, w *narma.Win[int64], buf []int64) error
+			fn   pingPong
 		}{
 			{"put-notify", pcNotify},
 			{"send-recv", pcSendRecv},
@@ -163,7 +163,7 @@ func BenchmarkProducerConsumer(b *testing.B) {
 					if v.name != "send-recv" {
 						buf = w.Local()[:n] // the one-sided variants send their window
 					}
-					err = v.fn(b, c, w, buf)
+					err = v.fn(c, w, buf, b.N)
 					if c.Rank() == 0 {
 						b.StopTimer()
 					}
@@ -186,7 +186,11 @@ func BenchmarkProducerConsumer(b *testing.B) {
 	}
 }
 
-func pcNotify(b *testing.B, c *narma.Comm, w *narma.Win[int64], buf []int64) error {
+// pingPong runs iters round trips of a producer-consumer variant between
+// ranks 0 and 1; buf is the message.
+type pingPong func(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error
+
+func pcNotify(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
 	ctx := c.Context()
 	peer := 1 - c.Rank()
 	r, err := w.NotifyInit(peer, 1, 1)
@@ -194,7 +198,7 @@ func pcNotify(b *testing.B, c *narma.Comm, w *narma.Win[int64], buf []int64) err
 		return err
 	}
 	defer r.Free()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < iters; i++ {
 		if c.Rank() == 1 {
 			if err := r.Start(); err != nil {
 				return err
@@ -221,11 +225,11 @@ func pcNotify(b *testing.B, c *narma.Comm, w *narma.Win[int64], buf []int64) err
 	return nil
 }
 
-func pcSendRecv(b *testing.B, c *narma.Comm, _ *narma.Win[int64], buf []int64) error {
+func pcSendRecv(c *narma.Comm, _ *narma.Win[int64], buf []int64, iters int) error {
 	ctx := c.Context()
 	peer := 1 - c.Rank()
 	msg := narma.Bytes(buf)
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < iters; i++ {
 		if c.Rank() == 1 {
 			if _, err := c.Recv(ctx, msg, peer, 1); err != nil {
 				return err
@@ -243,11 +247,21 @@ func pcSendRecv(b *testing.B, c *narma.Comm, _ *narma.Win[int64], buf []int64) e
 	return nil
 }
 
-func pcFlag(b *testing.B, c *narma.Comm, w *narma.Win[int64], buf []int64) error {
+func pcFlag(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
 	ctx := c.Context()
 	me, peer := c.Rank(), 1-c.Rank()
 	flag := len(buf) // displacement of the flag word
-	seen := int64(0)
+	// Flags count round trips over every call on the window: both ranks'
+	// flags hold the same count when a call starts (the callers
+	// synchronize between calls).
+	var seen int64
+	if err := w.FetchAndOp(0, &seen, me, flag, narma.NoOp); err != nil {
+		return err
+	}
+	if err := w.Flush(ctx, me); err != nil {
+		return err
+	}
+	base := seen
 	wait := func() error {
 		var v int64
 		for {
@@ -264,7 +278,7 @@ func pcFlag(b *testing.B, c *narma.Comm, w *narma.Win[int64], buf []int64) error
 			runtime.Gosched()
 		}
 	}
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < iters; i++ {
 		if me == 1 {
 			if err := wait(); err != nil {
 				return err
@@ -277,7 +291,7 @@ func pcFlag(b *testing.B, c *narma.Comm, w *narma.Win[int64], buf []int64) error
 			return err
 		}
 		var old int64
-		if err := w.FetchAndOp(int64(i+1), &old, peer, flag, narma.Replace); err != nil {
+		if err := w.FetchAndOp(base+int64(i+1), &old, peer, flag, narma.Replace); err != nil {
 			return err
 		}
 		if err := w.Flush(ctx, peer); err != nil {

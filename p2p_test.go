@@ -411,7 +411,7 @@ func TestP2PBadArguments(t *testing.T) {
 // returns promptly once its context is cancelled or its deadline passes.
 func TestRecvContextCancel(t *testing.T) {
 	done := make(chan struct{})
-	run(t, 2, func(c *narma.Comm) error {
+	runLocal(t, 2, func(c *narma.Comm) error {
 		if c.Rank() == 1 {
 			return await(c, done)
 		}

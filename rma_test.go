@@ -1719,7 +1719,7 @@ func TestConcurrentGoroutinesPerRank(t *testing.T) {
 // waiting, with no way to give up, until the holder unlocks.
 func TestRequestBasedCallsDoNotBlock(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
-	run(t, 2, func(c *narma.Comm) error {
+	runLocal(t, 2, func(c *narma.Comm) error {
 		ctx := c.Context()
 		w, err := allocPattern(c, 2, narma.Deferred)
 		if err != nil {

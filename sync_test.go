@@ -352,7 +352,7 @@ func TestBlockingCallsHonourContext(t *testing.T) {
 			for _, how := range []string{"deadline", "cancel"} {
 				t.Run(fmt.Sprintf("%v/%s/%s", st, cc.name, how), func(t *testing.T) {
 					done := make(chan struct{})
-					run(t, n, func(c *narma.Comm) error {
+					runLocal(t, n, func(c *narma.Comm) error {
 						w, err := narma.Allocate[int64](c.Context(), c, 2, narma.WithStrategy(st))
 						if err != nil {
 							return err

@@ -83,8 +83,9 @@ type Endpoint struct {
 	draining atomic.Bool
 	deq      atomic.Uint64 // next notice position (written with draining held)
 	amSeen   atomic.Uint64 // value of amSeq last drained (written with draining held)
-	partial  []*assembly // per source: message being reassembled
-	scratch  []byte      // for records that wrap around the ring end
+	stalled  bool          // a ring waits for a handler (draining held)
+	partial  []*assembly   // per source: message being reassembled
+	scratch  []byte        // for records that wrap around the ring end
 
 	polls atomic.Uint64 // Poll calls, so the progress goroutine sees spinners
 	kick  chan struct{}
@@ -561,7 +562,9 @@ func (e *Endpoint) pending() bool {
 // held. It reports whether there was anything.
 func (e *Endpoint) drain() bool {
 	did := false
-	for {
+	// Arrivals wait for their handler: a peer may send as soon as the
+	// start-up barrier is passed, before this rank installed its handlers.
+	for h := e.notice.Load(); h != nil; {
 		deq := e.deq.Load()
 		src, key, n, ok := e.own.pop(deq)
 		if !ok {
@@ -573,12 +576,11 @@ func (e *Endpoint) drain() bool {
 		if src >= e.size {
 			continue // not from a rank of this job: drop
 		}
-		if h := e.notice.Load(); h != nil {
-			(*h)(src, key, n)
-		}
+		(*h)(src, key, n)
 	}
-	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen.Load() {
+	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen.Load() || e.stalled {
 		e.amSeen.Store(seq)
+		e.stalled = false
 		for src := range e.own.ringHeads {
 			if e.drainRing(src) {
 				did = true
@@ -607,6 +609,12 @@ func (e *Endpoint) drainRing(src int) bool {
 			int(rec.hdrLen) > int(rec.length)-recHead {
 			// A corrupt ring: the peer is broken. Drop its ring content.
 			rh.head.Store(tail)
+			return true
+		}
+		if rec.flags&recFirst != 0 && (rec.id >= transport.MaxAMID || e.am[rec.id].Load() == nil) {
+			// No handler yet: leave the rest of this ring for a later
+			// drain (the progress goroutine retries on its timeout).
+			e.stalled = true
 			return true
 		}
 		body := int(rec.length) - recHead

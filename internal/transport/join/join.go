@@ -1,0 +1,70 @@
+// Package join makes the transport endpoint of a process that is one rank
+// of a job: a job started by narmarun (the environment of package
+// bootstrap says which rank, how many and where to meet), or, with no
+// launcher, a job of this process alone (MPI's singleton init).
+package join
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/inproc"
+)
+
+// ErrJoined is returned by Join when this process already joined a job.
+var ErrJoined = errors.New("join: this process already joined a job")
+
+// joined guards the one job a process may join: the shared heap is
+// process-wide.
+var joined sync.Mutex
+var inJob bool
+
+// Job is this process's place in a job.
+type Job struct {
+	// Endpoint is this rank's endpoint.
+	Endpoint transport.Endpoint
+	// Singleton reports a job of this process alone, made without a
+	// launcher.
+	Singleton bool
+	// Transport names the transport ("shm", or the in-process one of a
+	// singleton).
+	Transport string
+}
+
+// Join returns this process's endpoint in the job its environment
+// describes (see package bootstrap), or in a job of one rank if there is
+// no launcher. A process joins at most one job in its life.
+func Join(ctx context.Context) (*Job, error) {
+	joined.Lock()
+	defer joined.Unlock()
+	if inJob {
+		return nil, ErrJoined
+	}
+	env, ok, err := bootstrap.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	var j *Job
+	if !ok {
+		j, err = singleton()
+	} else {
+		j, err = launched(ctx, env)
+	}
+	if err != nil {
+		return nil, err
+	}
+	inJob = true
+	return j, nil
+}
+
+// singleton makes a job of one rank over the in-process transport.
+func singleton() (*Job, error) {
+	eps, err := inproc.New(1)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Endpoint: eps[0], Singleton: true, Transport: eps[0].Caps().Name}, nil
+}

@@ -1,0 +1,39 @@
+package join
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport/shm"
+)
+
+// launched joins the job of a launcher over its transport.
+func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
+	switch env.Transport {
+	case "", "shm":
+	default:
+		return nil, fmt.Errorf("join: %s=%q: this build knows the shm transport only", bootstrap.EnvTransport, env.Transport)
+	}
+	client, err := bootstrap.Dial(ctx, env.Addr, env.Rank, env.Size)
+	if err != nil {
+		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
+	}
+	// The bootstrap is needed only to start: once every rank has mapped
+	// every other's control segment, the transport watches the peers.
+	defer client.Close()
+	heap, err := shm.NewHeap(env.Job)
+	if err != nil {
+		return nil, err
+	}
+	// Every allocation of the library in this process now comes from
+	// shared segments, which the peers can map.
+	prev := mem.SetSource(heap)
+	ep, err := shm.New(ctx, shm.Config{Rank: env.Rank, Size: env.Size, Heap: heap, Exchange: client.Exchange})
+	if err != nil {
+		mem.SetSource(prev)
+		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
+	}
+	return &Job{Endpoint: ep, Transport: "shm"}, nil
+}

@@ -1,0 +1,263 @@
+package narma_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/narma-rma/narma"
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/testjob"
+)
+
+// TestMain lets the test binary serve as the rank processes of the
+// process benchmarks (see BenchmarkShmPingPong) and of
+// TestProcessPeerDeath; the process tests of run come in through run.
+func TestMain(m *testing.M) {
+	if testjob.Call() == peerDeathCall {
+		if err := peerDeathRank(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if call, ok := strings.CutPrefix(testjob.Call(), benchCall); ok {
+		if err := pingPongRank(call); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const benchCall = "bench-pingpong:"
+
+// BenchmarkShmPingPong is the producer-consumer ping-pong between two
+// processes over the shared-memory transport, against the hardware limit.
+// For each size one job of two processes measures, interleaved in rounds
+// so that the drift of the virtual cores hits every variant alike:
+//
+//   - line: the limit of signalling, one cache line ping-ponged with
+//     atomic stores and loads (no data);
+//   - copy: the limit of a transfer, an n-byte copy into shared memory,
+//     then that flag;
+//   - put-notify, put-flag, send-recv: the variants of
+//     BenchmarkProducerConsumer, over narma.
+//
+// It reports each variant's median half round trip (ns-<variant>) and
+// the ratios x-copy (put-notify / copy: the goal is 1.5 at 8 B, 1.1 from
+// 64 KiB) and flag/notify and sendrecv/notify (above 1: notified access
+// wins). Run it with -benchtime=1x: each sub-benchmark is one job.
+func BenchmarkShmPingPong(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("processes over shared memory need Linux")
+	}
+	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 256 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			res, err := testjob.Run(ctx, 2, benchCall+strconv.Itoa(size), "-test.run=^$")
+			if err != nil {
+				b.Fatal(err)
+			}
+			got := map[string]float64{}
+			sc := bufio.NewScanner(strings.NewReader(res[0].Output))
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) == 3 && f[0] == "PP" {
+					v, _ := strconv.ParseFloat(f[2], 64)
+					got[f[1]] = v
+				}
+			}
+			for _, v := range pingPongVariants {
+				if got[v] == 0 {
+					b.Fatalf("no figure for %s in:\n%s", v, res[0].Output)
+				}
+				b.ReportMetric(got[v], "ns-"+v)
+			}
+			b.ReportMetric(got["put-notify"]/got["copy"], "x-copy")
+			b.ReportMetric(got["put-flag"]/got["put-notify"], "flag/notify")
+			b.ReportMetric(got["send-recv"]/got["put-notify"], "sendrecv/notify")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+var pingPongVariants = []string{"line", "copy", "put-notify", "put-flag", "send-recv"}
+
+// pingPongRank is one rank process of BenchmarkShmPingPong for the
+// message size in call. Rank 0 prints "PP <variant> <median ns>" lines.
+func pingPongRank(call string) error {
+	size, err := strconv.Atoi(call)
+	if err != nil || size < 8 || size%8 != 0 {
+		return fmt.Errorf("bad call %q", call)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, err := narma.Init(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if c.Size() != 2 {
+		return fmt.Errorf("%d ranks, want 2", c.Size())
+	}
+	me := c.Rank()
+	n := size / 8
+	jctx := c.Context()
+
+	// Raw shared memory for the limits: one flag line, then one buffer per
+	// direction. Rank 0 makes the file and tells rank 1 its name.
+	area, err := sharedArea(c, 2*lineBytes+2*size)
+	if err != nil {
+		return err
+	}
+	flag := area[:8]
+	bufs := [2][]byte{area[2*lineBytes : 2*lineBytes+size], area[2*lineBytes+size : 2*lineBytes+2*size]}
+	src := make([]byte, size)
+
+	w, err := narma.Allocate[int64](jctx, c, n+1)
+	if err != nil {
+		return err
+	}
+	if err := w.LockAll(jctx, 0); err != nil {
+		return err
+	}
+	msg := make([]int64, n)
+	iters := max(20, min(20000, (32<<20)/size))
+	rounds := 7
+	if s := os.Getenv("NARMA_BENCH_SCALE"); s != "" {
+		// A quick run, for trying the benchmark out: iterations divided by
+		// the scale.
+		if k, err := strconv.Atoi(s); err == nil && k > 0 {
+			iters, rounds = max(4, iters/k), 3
+		}
+	}
+	times := map[string][]float64{}
+	var seq uint64
+	for round := 0; round < rounds; round++ {
+		for _, v := range pingPongVariants {
+			if err := c.Barrier(jctx); err != nil {
+				return err
+			}
+			start := time.Now()
+			switch v {
+			case "line":
+				seq = limitPingPong(me, flag, nil, nil, seq, iters)
+			case "copy":
+				seq = limitPingPong(me, flag, bufs[me], src, seq, iters)
+			case "put-notify":
+				err = pcNotify(c, w, w.Local()[:n], iters)
+			case "put-flag":
+				err = pcFlag(c, w, w.Local()[:n], iters)
+			case "send-recv":
+				err = pcSendRecv(c, w, msg, iters)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", v, err)
+			}
+			// Half round trip: iters round trips of two messages.
+			times[v] = append(times[v], float64(time.Since(start).Nanoseconds())/float64(2*iters))
+		}
+	}
+	if err := w.UnlockAll(jctx); err != nil {
+		return err
+	}
+	if err := c.Barrier(jctx); err != nil {
+		return err
+	}
+	if err := w.Free(jctx); err != nil {
+		return err
+	}
+	if me == 0 {
+		for _, v := range pingPongVariants {
+			t := times[v]
+			slices.Sort(t)
+			fmt.Printf("PP %s %.1f\n", v, t[len(t)/2])
+		}
+	}
+	return nil
+}
+
+const lineBytes = 64
+
+// limitPingPong is the hardware limit: rank 0 and rank 1 take turns
+// storing the next value of the shared flag word and spinning until the
+// other does; with buf, each first copies src into its buffer (n-byte
+// copy, then flag). It returns the last value of the flag.
+func limitPingPong(me int, flag, buf, src []byte, seq uint64, iters int) uint64 {
+	for i := 0; i < iters; i++ {
+		if me == 1 {
+			seq++
+			for mem.AtomicLoad64(flag) != seq {
+			}
+		}
+		copy(buf, src)
+		seq++
+		mem.AtomicStore64(flag, seq)
+		if me == 0 {
+			seq++
+			for mem.AtomicLoad64(flag) != seq {
+			}
+		}
+	}
+	return seq
+}
+
+// sharedArea maps n bytes of shared memory on both ranks: rank 0 creates
+// a file under /dev/shm, sends its name, and removes it once rank 1 has
+// mapped it.
+func sharedArea(c *narma.Comm, n int) ([]byte, error) {
+	ctx := c.Context()
+	var name string
+	if c.Rank() == 0 {
+		f, err := os.CreateTemp("/dev/shm", "narma-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		defer os.Remove(f.Name())
+		if err := f.Truncate(int64(n)); err != nil {
+			return nil, err
+		}
+		name = f.Name()
+		if err := c.Send(ctx, []byte(name), 1, 77); err != nil {
+			return nil, err
+		}
+	} else {
+		buf := make([]byte, 4096)
+		st, err := c.Recv(ctx, buf, 0, 77)
+		if err != nil {
+			return nil, err
+		}
+		name = string(buf[:st.Count])
+		if filepath.Dir(name) != "/dev/shm" {
+			return nil, fmt.Errorf("area %q not under /dev/shm", name)
+		}
+	}
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	// Both mapped before rank 0 removes the name.
+	if err := c.Barrier(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
