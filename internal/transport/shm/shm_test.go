@@ -5,6 +5,7 @@ package shm
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -56,4 +57,72 @@ func TestConformance(t *testing.T) {
 		}
 		return out
 	})
+}
+
+// TestRingBackPressure: a target whose notice handler is stuck fills its
+// ring; producers then wait instead of dropping, and once the handler
+// moves again every notice arrives, once, in issue order per producer.
+func TestRingBackPressure(t *testing.T) {
+	const producers, per = 2, 200
+	eps := newGroup(t, Config{Size: producers + 1, NoticeSlots: 4})
+	target := eps[producers]
+	release := make(chan struct{})
+	got := make(chan [2]int32, producers*per)
+	target.SetNoticeHandler(func(src int, _ transport.Key, n transport.Notice) {
+		<-release
+		got <- [2]int32{int32(src), n.Tag}
+	})
+	buf := mem.Alloc(8)
+	defer mem.Free(buf)
+	key, err := target.Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, producers)
+	for p := 0; p < producers; p++ {
+		go func() {
+			r, err := eps[p].Region(producers, key, 8)
+			if err != nil {
+				done <- err
+				return
+			}
+			for i := 0; i < per; i++ {
+				if err := r.Put(0, nil, transport.Notice{Kind: transport.NoticeTag, Tag: int32(i)}, nil); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	// The producers cannot finish while the handler is stuck: the ring
+	// holds 4 notices and the handler one.
+	select {
+	case err := <-done:
+		t.Fatalf("a producer finished with the consumer stuck (%v): notices were dropped", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	for p := 0; p < producers; p++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := make([]int32, producers)
+	for i := 0; i < producers*per; i++ {
+		select {
+		case g := <-got:
+			if g[1] != next[g[0]] {
+				t.Fatalf("notice %d from rank %d, want %d", g[1], g[0], next[g[0]])
+			}
+			next[g[0]]++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d of %d notices arrived", i, producers*per)
+		}
+	}
+	select {
+	case g := <-got:
+		t.Fatalf("extra notice %v", g)
+	case <-time.After(50 * time.Millisecond):
+	}
 }
