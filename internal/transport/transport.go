@@ -207,9 +207,11 @@ var (
 // waiters poll while they spin, yield while they wait a little longer,
 // and call Park before they go to sleep.
 type Poller interface {
-	// Poll runs the handlers of whatever has arrived, on the calling
-	// goroutine, and reports whether it ran any. It never blocks: if
-	// another goroutine is draining, it returns false at once.
+	// Poll runs the handlers of whatever had arrived when it was called,
+	// on the calling goroutine, and reports whether it ran any. If
+	// another goroutine is draining, it waits for that one to finish
+	// (handlers never block, so this is short). It must not be called
+	// from a handler.
 	Poll() bool
 	// Yield gives the processor to other threads, of this process or
 	// any other, for a moment (sched_yield): ranks that are processes

@@ -102,10 +102,4 @@ func GroupConfig(ctx context.Context, cfg Config) ([]*Endpoint, error) {
 // control segment says "failed", so that its peers report it to their
 // FailureHandler (within their check interval) as they would a process
 // that died.
-func (e *Endpoint) Kill() error {
-	if err := e.Close(); err != nil {
-		return err
-	}
-	e.own.hdr.state.Store(stateFailed)
-	return nil
-}
+func (e *Endpoint) Kill() error { return e.shutdown(stateFailed) }

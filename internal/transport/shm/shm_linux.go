@@ -399,11 +399,15 @@ func (e *Endpoint) SetFailureHandler(h transport.FailureHandler) {
 // it as closed, not failed), stops its progress goroutine and releases its
 // mappings of other ranks' segments. Closing twice returns
 // transport.ErrClosed.
-func (e *Endpoint) Close() error {
+func (e *Endpoint) Close() error { return e.shutdown(stateClosed) }
+
+// shutdown stops the endpoint, leaving state (closed, or failed for
+// Kill) in its control segment for the peers to see.
+func (e *Endpoint) shutdown(state uint32) error {
 	if !e.closed.CompareAndSwap(false, true) {
 		return transport.ErrClosed
 	}
-	e.own.hdr.state.Store(stateClosed)
+	e.own.hdr.state.Store(state)
 	close(e.done)
 	e.own.hdr.bell.Add(1)
 	futexWakeAll(&e.own.hdr.bell)
@@ -526,12 +530,19 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 }
 
 // Poll runs the handlers of the notices and active messages that have
-// arrived, on the calling goroutine, unless another goroutine is doing
-// so; it reports whether it ran any (transport.Poller).
+// arrived, on the calling goroutine (after waiting for another goroutine
+// that is draining, if any); it reports whether it ran any
+// (transport.Poller).
 func (e *Endpoint) Poll() bool {
 	e.polls.Add(1)
-	if !e.draining.CompareAndSwap(false, true) {
-		return false
+	for !e.draining.CompareAndSwap(false, true) {
+		// Another goroutine (the background progress, say) is draining:
+		// wait for it, so that what arrived before Poll was called has
+		// been delivered when Poll returns. Handlers never block.
+		if e.closed.Load() {
+			return false
+		}
+		runtime.Gosched()
 	}
 	n := e.drain()
 	e.draining.Store(false)
