@@ -262,6 +262,12 @@ func pcFlag(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
 		return err
 	}
 	base := seen
+	// Both have read their flag before either writes the other's:
+	// otherwise rank 1 could read a flag rank 0 already bumped and wait
+	// for one bump too many.
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
 	wait := func() error {
 		var v int64
 		for {

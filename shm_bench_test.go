@@ -50,15 +50,20 @@ const benchCall = "bench-pingpong:"
 //
 //   - line: the limit of signalling, one cache line ping-ponged with
 //     atomic stores and loads (no data);
-//   - copy: the limit of a transfer, an n-byte copy into shared memory,
-//     then that flag;
+//   - copy: an n-byte copy into shared memory, then that flag; the buffer
+//     is the writer's own and the reader never touches it, so no data
+//     crosses between the cores: a bound below any real transfer;
+//   - xfer: the limit of a transfer, the data movement of the put
+//     ping-pong done by hand: each rank copies the buffer it received
+//     into the other's buffer, then sets the flag, so the data does cross
+//     (the peer reads it to send it back);
 //   - put-notify, put-flag, send-recv: the variants of
 //     BenchmarkProducerConsumer, over narma.
 //
 // It reports each variant's median half round trip (ns-<variant>) and
-// the ratios x-copy (put-notify / copy: the goal is 1.5 at 8 B, 1.1 from
-// 64 KiB) and flag/notify and sendrecv/notify (above 1: notified access
-// wins). Run it with -benchtime=1x: each sub-benchmark is one job.
+// the ratios x-xfer and x-copy (put-notify / xfer and / copy: the goal is
+// 1.5 at 8 B, 1.1 from 64 KiB) and flag/notify and sendrecv/notify (above
+// 1: notified access wins). Run it with -benchtime=1x: each sub-benchmark is one job.
 func BenchmarkShmPingPong(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("processes over shared memory need Linux")
@@ -80,21 +85,43 @@ func BenchmarkShmPingPong(b *testing.B) {
 					got[f[1]] = v
 				}
 			}
-			for _, v := range pingPongVariants {
+			for _, v := range benchVariants() {
 				if got[v] == 0 {
 					b.Fatalf("no figure for %s in:\n%s", v, res[0].Output)
 				}
 				b.ReportMetric(got[v], "ns-"+v)
 			}
-			b.ReportMetric(got["put-notify"]/got["copy"], "x-copy")
-			b.ReportMetric(got["put-flag"]/got["put-notify"], "flag/notify")
-			b.ReportMetric(got["send-recv"]/got["put-notify"], "sendrecv/notify")
+			ratio := func(name, num, den string) {
+				if got[num] != 0 && got[den] != 0 {
+					b.ReportMetric(got[num]/got[den], name)
+				}
+			}
+			ratio("x-xfer", "put-notify", "xfer")
+			ratio("x-copy", "put-notify", "copy")
+			ratio("flag/notify", "put-flag", "put-notify")
+			ratio("sendrecv/notify", "send-recv", "put-notify")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
 
-var pingPongVariants = []string{"line", "copy", "put-notify", "put-flag", "send-recv"}
+var pingPongVariants = []string{"line", "copy", "xfer", "put-notify", "put-flag", "send-recv"}
+
+// benchVariants returns the variants to measure: all of them, or those
+// listed in NARMA_BENCH_VARIANTS (comma-separated), e.g. to profile one.
+func benchVariants() []string {
+	s := os.Getenv("NARMA_BENCH_VARIANTS")
+	if s == "" {
+		return pingPongVariants
+	}
+	var vs []string
+	for _, v := range strings.Split(s, ",") {
+		if slices.Contains(pingPongVariants, v) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
 
 // pingPongRank is one rank process of BenchmarkShmPingPong for the
 // message size in call. Rank 0 prints "PP <variant> <median ns>" lines.
@@ -118,13 +145,15 @@ func pingPongRank(call string) error {
 	jctx := c.Context()
 
 	// Raw shared memory for the limits: one flag line, then one buffer per
-	// direction. Rank 0 makes the file and tells rank 1 its name.
-	area, err := sharedArea(c, 2*lineBytes+2*size)
+	// rank, each on lines of its own. Rank 0 makes the file and tells
+	// rank 1 its name.
+	span := (size + lineBytes - 1) / lineBytes * lineBytes
+	area, err := sharedArea(c, 2*lineBytes+2*span)
 	if err != nil {
 		return err
 	}
 	flag := area[:8]
-	bufs := [2][]byte{area[2*lineBytes : 2*lineBytes+size], area[2*lineBytes+size : 2*lineBytes+2*size]}
+	bufs := [2][]byte{area[2*lineBytes : 2*lineBytes+size], area[2*lineBytes+span : 2*lineBytes+span+size]}
 	src := make([]byte, size)
 
 	w, err := narma.Allocate[int64](jctx, c, n+1)
@@ -135,19 +164,22 @@ func pingPongRank(call string) error {
 		return err
 	}
 	msg := make([]int64, n)
-	iters := max(20, min(20000, (32<<20)/size))
-	rounds := 7
+	// Many short rounds: the median over rounds drops those that a
+	// descheduled process or a move of the virtual cores spoiled.
+	iters := max(10, min(2000, (4<<20)/size))
+	rounds := 25
 	if s := os.Getenv("NARMA_BENCH_SCALE"); s != "" {
 		// A quick run, for trying the benchmark out: iterations divided by
 		// the scale.
 		if k, err := strconv.Atoi(s); err == nil && k > 0 {
-			iters, rounds = max(4, iters/k), 3
+			iters, rounds = max(4, iters/k), 5
 		}
 	}
+	variants := benchVariants()
 	times := map[string][]float64{}
 	var seq uint64
 	for round := 0; round < rounds; round++ {
-		for _, v := range pingPongVariants {
+		for _, v := range variants {
 			if err := c.Barrier(jctx); err != nil {
 				return err
 			}
@@ -157,6 +189,8 @@ func pingPongRank(call string) error {
 				seq = limitPingPong(me, flag, nil, nil, seq, iters)
 			case "copy":
 				seq = limitPingPong(me, flag, bufs[me], src, seq, iters)
+			case "xfer":
+				seq = limitPingPong(me, flag, bufs[1-me], bufs[me], seq, iters)
 			case "put-notify":
 				err = pcNotify(c, w, w.Local()[:n], iters)
 			case "put-flag":
@@ -181,7 +215,7 @@ func pingPongRank(call string) error {
 		return err
 	}
 	if me == 0 {
-		for _, v := range pingPongVariants {
+		for _, v := range variants {
 			t := times[v]
 			slices.Sort(t)
 			fmt.Printf("PP %s %.1f\n", v, t[len(t)/2])
@@ -194,8 +228,8 @@ const lineBytes = 64
 
 // limitPingPong is the hardware limit: rank 0 and rank 1 take turns
 // storing the next value of the shared flag word and spinning until the
-// other does; with buf, each first copies src into its buffer (n-byte
-// copy, then flag). It returns the last value of the flag.
+// other does; with buf, each first copies src into buf (n-byte copy, then
+// flag). It returns the last value of the flag.
 func limitPingPong(me int, flag, buf, src []byte, seq uint64, iters int) uint64 {
 	for i := 0; i < iters; i++ {
 		if me == 1 {

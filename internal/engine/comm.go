@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -54,6 +56,11 @@ type core struct {
 	// poller is the endpoint as a transport.Poller, if it is one: its
 	// notices and active messages are drained by the waiting rank.
 	poller transport.Poller
+	// spin is how long a waiter polls busily before it starts yielding:
+	// long when every rank can have a core, nothing when ranks outnumber
+	// the cores (a busy waiter would then keep the rank it waits for off
+	// the processor).
+	spin time.Duration
 
 	failed  []atomic.Bool // peers the transport reported failed
 	nfailed atomic.Int32
@@ -73,6 +80,9 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		nextCtx:  2,
 	}
 	k.poller, _ = ep.(transport.Poller)
+	if k.size <= runtime.NumCPU() {
+		k.spin = pollSpin
+	}
 	c := &Comm{core: k, user: 0, coll: 1}
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	ep.SetAMHandler(amWin, c.handleWin)

@@ -51,9 +51,12 @@ func (b *inbox) push(src, tag int32) {
 	b.mu.Unlock()
 }
 
-// drain moves every queued notice, in arrival order, into q. Only the
-// window's owner calls it.
-func (b *inbox) drain(q *match.Queue) {
+// drainFor moves every queued notice, in arrival order, into q, except
+// that the notices request r matches, up to its count, go straight to r.
+// The caller has taken from q everything r matches there, so these are
+// the oldest matching notices, and the order of the rest is unchanged.
+// Only the window's owner calls it.
+func (b *inbox) drainFor(q *match.Queue, r *Request) {
 	if b.n.Load() == 0 {
 		return
 	}
@@ -63,6 +66,11 @@ func (b *inbox) drain(q *match.Queue) {
 	b.n.Store(0)
 	b.mu.Unlock()
 	for _, e := range got {
+		if r.matched < r.count && (r.src == AnySource || r.src == e.src) && (r.tag == AnyTag || r.tag == e.tag) {
+			r.matched++
+			r.st = Status{Source: int(e.src), Tag: int(e.tag)}
+			continue
+		}
 		q.Push(e.src, e.tag)
 	}
 	b.spare = got[:0]
@@ -189,14 +197,19 @@ func (r *Request) testNotify(name string) (Status, bool, error) {
 		// empty status, as in MPI.
 		return Status{Source: AnySource, Tag: AnyTag}, true, nil
 	}
-	w.inbox.drain(&w.mq)
-	for r.matched < r.count {
+	// Queued notices are older than those in the inbox: take from the
+	// queue first, then match the inbox's directly.
+	for r.matched < r.count && w.mq.Len() > 0 {
 		src, tag, ok := w.mq.Take(r.src, r.tag)
 		if !ok {
-			return Status{}, false, nil
+			break
 		}
 		r.matched++
 		r.st = Status{Source: int(src), Tag: int(tag)}
+	}
+	w.inbox.drainFor(&w.mq, r)
+	if r.matched < r.count {
+		return Status{}, false, nil
 	}
 	r.active = false
 	return r.st, true, nil

@@ -249,8 +249,8 @@ func (w *Win) Do(a *Access) error {
 		}
 		return opErr(name, -1, ErrFreed, "nil window")
 	}
-	if w.fastPath(a) {
-		return w.fastErr
+	if done, err := w.fastPath(a); done {
+		return err
 	}
 	name := a.Kind.String()
 	if err := w.check(name); err != nil {
@@ -271,57 +271,69 @@ func (w *Win) Do(a *Access) error {
 	return w.exec(name, a, &p, nil)
 }
 
-// fastPath performs the commonest operation, a contiguous put or get
-// without notice to a target whose lock is held or whose epoch is
-// immediate, without building an rmaOp. It reports false, having done
-// nothing, whenever any check fails or the operation must be queued; the
-// general path then does the work and produces the error message.
-func (w *Win) fastPath(a *Access) bool {
-	if (a.Kind != KindPut && a.Kind != KindGet) || w.freed || a.Notice.Kind != 0 || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
-		return false
+// fastPath performs the commonest operations, a contiguous put or get,
+// plain or with a tag or counter notice, to a target whose lock is held
+// or whose epoch is immediate, without building a plan. It reports false,
+// having done nothing, whenever any check fails or the operation must be
+// queued; the general path then does the work and produces the error
+// message. When it reports true, err is the operation's result.
+func (w *Win) fastPath(a *Access) (done bool, err error) {
+	if (a.Kind != KindPut && a.Kind != KindGet) || w.freed || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
+		return false, nil
 	}
 	t := a.Target
 	if uint(t) >= uint(len(w.sizes)) {
-		return false
+		return false, nil
+	}
+	switch a.Notice.Kind {
+	case transport.NoticeNone:
+	case transport.NoticeTag:
+		if a.Notice.Tag < 0 {
+			return false, nil
+		}
+	case transport.NoticeCounter:
+		if a.Notice.Tag < 0 || int(a.Notice.Tag) >= w.ncounters[t] {
+			return false, nil
+		}
+	default:
+		return false, nil
 	}
 	switch {
 	case w.lockKind[t] != 0 || w.lockAll:
 		if !w.lockHeld[t] {
-			return false
+			return false, nil
 		}
 	case w.accessOn && w.accessSet[t]:
 		if w.strategy == Deferred {
-			return false
+			return false, nil
 		}
 	case w.fenceOpen:
 		if w.strategy == Deferred {
-			return false
+			return false, nil
 		}
 	default:
-		return false
+		return false, nil
 	}
 	esz := a.Type.Size()
 	if esz == 0 || len(a.Origin)%esz != 0 {
-		return false
+		return false, nil
 	}
 	size, unit := w.sizes[t], w.units[t]
 	if a.Disp < 0 || a.Disp > size/unit || a.Disp*unit+len(a.Origin) > size {
-		return false
+		return false, nil
 	}
 	if w.fenceOpen && !(w.lockKind[t] != 0 || w.lockAll) && !(w.accessOn && w.accessSet[t]) {
 		w.fenceUsed = true // only now that every check passed
 	}
-	var err error
 	if a.Kind == KindPut {
-		err = w.regions[t].Put(a.Disp*unit, a.Origin, transport.Notice{}, nil)
+		err = w.regions[t].Put(a.Disp*unit, a.Origin, a.Notice, nil)
 	} else {
-		err = w.regions[t].Get(a.Disp*unit, a.Origin, transport.Notice{}, nil)
+		err = w.regions[t].Get(a.Disp*unit, a.Origin, a.Notice, nil)
 	}
-	w.fastErr = nil
 	if err != nil {
-		w.fastErr = w.transportErr(a.Kind.String(), t, a.Disp*unit, err)
+		err = w.transportErr(a.Kind.String(), t, a.Disp*unit, err)
 	}
-	return true
+	return true, err
 }
 
 // DoRequest issues a request-based operation (MPI_Rput and friends). As in

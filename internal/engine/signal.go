@@ -84,14 +84,18 @@ func (c *Comm) wait(ctx context.Context, cond func() bool) error {
 }
 
 // Waiting on a transport.Poller: the waiter drains the transport's queues
-// itself. It polls busily for pollSpins rounds (a peer on another core
-// answers within a few hundred nanoseconds), then yields the processor
-// between polls, to other processes too, for up to pollYield (ranks that
-// share a core run in turn instead of waiting for the scheduler's tick),
-// and then sleeps like any waiter, the transport's background progress
-// waking it.
+// itself. It polls busily, for pollSpins rounds and then for as long as
+// Comm.spin (pollSpin when there are no more ranks than cores: a peer on
+// another core answers within a microsecond or so, and a waiter that
+// stops polling pays a system call's latency on top), then yields the
+// processor between polls, to other processes too, for up to pollYield
+// (ranks that share a core run in turn instead of waiting for the
+// scheduler's tick), and then sleeps like any waiter, the transport's
+// background progress waking it. This is MPI libraries' policy of busy
+// polling, with their "yield when idle" when oversubscribed.
 const (
 	pollSpins = 64
+	pollSpin  = 50 * time.Microsecond
 	pollYield = time.Millisecond
 )
 
@@ -100,6 +104,7 @@ const (
 // aborted: the sleep loop reports those).
 func (c *Comm) pollWait(ctx context.Context, p transport.Poller, cond func() bool) bool {
 	var start time.Time
+	busy := true
 	for i := 0; ; i++ {
 		if cond() {
 			return true
@@ -110,7 +115,10 @@ func (c *Comm) pollWait(ctx context.Context, p transport.Poller, cond func() boo
 		if i&15 == 0 {
 			if i == pollSpins {
 				start = time.Now()
-			} else if time.Since(start) > pollYield {
+			}
+			since := time.Since(start)
+			busy = since < c.spin
+			if since > c.spin+pollYield {
 				return false
 			}
 			if ctx.Err() != nil {
@@ -122,7 +130,9 @@ func (c *Comm) pollWait(ctx context.Context, p transport.Poller, cond func() boo
 			default:
 			}
 		}
-		p.Yield()
+		if !busy {
+			p.Yield()
+		}
 	}
 }
 

@@ -108,7 +108,6 @@ type Win struct {
 	lockAllNoCheck bool
 	nlocks         int
 	scratch        lockScratch
-	fastErr        error     // result of the last fastPath call
 	synchronous    bool      // the transport completes operations on return
 	queue          [][]rmaOp // deferred operations per target
 	queued         int

@@ -87,10 +87,10 @@ type Endpoint struct {
 	partial  []*assembly   // per source: message being reassembled
 	scratch  []byte        // for records that wrap around the ring end
 
-	polls atomic.Uint64 // Poll calls, so the progress goroutine sees spinners
-	kick  chan struct{}
-	done  chan struct{}
-	wg    sync.WaitGroup
+	polled atomic.Bool // Poll was called since the progress goroutine last looked
+	kick   chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup
 
 	send []sender // per target
 
@@ -534,7 +534,16 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 // that is draining, if any); it reports whether it ran any
 // (transport.Poller).
 func (e *Endpoint) Poll() bool {
-	e.polls.Add(1)
+	if !e.polled.Load() {
+		e.polled.Store(true)
+	}
+	// Nothing pending, and nobody draining what was: done, with loads
+	// only (the common case of a waiter's spin). The order matters: a
+	// handler still running for an arrival that pending no longer shows
+	// holds draining until it returns.
+	if !e.pending() && !e.draining.Load() {
+		return false
+	}
 	for !e.draining.CompareAndSwap(false, true) {
 		// Another goroutine (the background progress, say) is draining:
 		// wait for it, so that what arrived before Poll was called has
@@ -680,14 +689,13 @@ func (e *Endpoint) deliverAM(src int, id uint8, hdr, payload []byte) {
 
 // progress drains in the background, so that handlers run even when
 // nobody polls, and watches the peers. While some goroutine of this
-// process polls (the count of Poll calls moves) it naps on a timer, so
+// process polls (Poll sets polled, which it clears) it naps on a timer, so
 // that producers need not wake it; otherwise it sleeps on the doorbell,
 // which producers ring.
 func (e *Endpoint) progress() {
 	defer e.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	lastPolls := e.polls.Load()
 	nextCheck := time.Now().Add(e.interval)
 	hdr := e.own.hdr
 	for {
@@ -707,13 +715,12 @@ func (e *Endpoint) progress() {
 			e.checkPeers()
 			nextCheck = now.Add(e.interval)
 		}
-		if p := e.polls.Load(); p != lastPolls {
-			lastPolls = p
+		if e.polled.Swap(false) {
 			timer.Reset(2 * time.Millisecond)
 			select {
 			case <-timer.C:
 			case <-e.kick:
-				lastPolls = e.polls.Load()
+				e.polled.Store(false)
 				if !timer.Stop() {
 					<-timer.C
 				}
