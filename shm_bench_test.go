@@ -21,11 +21,18 @@ import (
 )
 
 // TestMain lets the test binary serve as the rank processes of the
-// process benchmarks (see BenchmarkShmPingPong) and of
+// process benchmarks (BenchmarkShmPingPong, BenchmarkShmAllToAll) and of
 // TestProcessPeerDeath; the process tests of run come in through run.
 func TestMain(m *testing.M) {
 	if testjob.Call() == peerDeathCall {
 		if err := peerDeathRank(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if testjob.Call() == allToAllCall {
+		if err := allToAllRank(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

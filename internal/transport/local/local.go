@@ -115,8 +115,8 @@ func (f *Fabric) Kill(rank int) error {
 		if o == e || o.state.Load() != epOpen {
 			continue
 		}
-		if h := o.failure.Load(); h != nil {
-			(*h)(rank, e.errPeerFailed)
+		if h := o.Failure(); h != nil {
+			h(rank, e.errPeerFailed)
 		}
 	}
 	return nil
@@ -130,9 +130,7 @@ type Endpoint struct {
 
 	state atomic.Uint32 // epOpen, epClosed or epFailed
 
-	am      [transport.MaxAMID]atomic.Pointer[transport.AMHandler]
-	notice  atomic.Pointer[transport.NoticeHandler]
-	failure atomic.Pointer[transport.FailureHandler]
+	transport.Handlers
 
 	// mu guards the table of regions this endpoint exposes, and each
 	// entry's users. It is taken before any endpoint's hmu, never after.
@@ -328,45 +326,12 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 	if id >= transport.MaxAMID {
 		return fmt.Errorf("%w: AMID %d (max %d)", ErrNoHandler, id, transport.MaxAMID-1)
 	}
-	h := t.am[id].Load()
+	h := t.AM(id)
 	if h == nil {
 		return fmt.Errorf("%w: AMID %d at rank %d", ErrNoHandler, id, target)
 	}
-	(*h)(e.rank, hdr[:len(hdr):len(hdr)], payload[:len(payload):len(payload)])
+	h(e.rank, hdr[:len(hdr):len(hdr)], payload[:len(payload):len(payload)])
 	return nil
-}
-
-// SetAMHandler installs h as the handler for id; a nil h removes it. It
-// panics if id is not below transport.MaxAMID.
-func (e *Endpoint) SetAMHandler(id transport.AMID, h transport.AMHandler) {
-	if id >= transport.MaxAMID {
-		panic(fmt.Sprintf("local: SetAMHandler: AMID %d out of range", id))
-	}
-	if h == nil {
-		e.am[id].Store(nil)
-		return
-	}
-	e.am[id].Store(&h)
-}
-
-// SetNoticeHandler installs h as the handler for notices; a nil h removes
-// it, and notices are then dropped.
-func (e *Endpoint) SetNoticeHandler(h transport.NoticeHandler) {
-	if h == nil {
-		e.notice.Store(nil)
-		return
-	}
-	e.notice.Store(&h)
-}
-
-// SetFailureHandler installs h as the handler told of failed peers (see
-// Fabric.Kill); a nil h removes it.
-func (e *Endpoint) SetFailureHandler(h transport.FailureHandler) {
-	if h == nil {
-		e.failure.Store(nil)
-		return
-	}
-	e.failure.Store(&h)
 }
 
 // Close shuts the endpoint down in an orderly way: its exposed regions are

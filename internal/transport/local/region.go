@@ -58,8 +58,8 @@ func (r *region) err(s uint32) error {
 
 // notify delivers n to the target's notice handler, if it has one.
 func (r *region) notify(n transport.Notice) {
-	if h := r.target.notice.Load(); h != nil {
-		(*h)(r.origin.rank, r.key, n)
+	if h := r.target.Notice(); h != nil {
+		h(r.origin.rank, r.key, n)
 	}
 }
 

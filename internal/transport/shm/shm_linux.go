@@ -75,9 +75,7 @@ type Endpoint struct {
 	errClosed []error // per peer: it closed
 	errFailed []error // per peer: it failed
 
-	am      [transport.MaxAMID]atomic.Pointer[transport.AMHandler]
-	notice  atomic.Pointer[transport.NoticeHandler]
-	failure atomic.Pointer[transport.FailureHandler]
+	transport.Handlers
 
 	// The consumer side: whoever holds draining runs the handlers.
 	draining atomic.Bool
@@ -363,38 +361,6 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// SetAMHandler installs h as the handler for id; a nil h removes it.
-func (e *Endpoint) SetAMHandler(id transport.AMID, h transport.AMHandler) {
-	if id >= transport.MaxAMID {
-		panic(fmt.Sprintf("shm: SetAMHandler: AMID %d out of range", id))
-	}
-	if h == nil {
-		e.am[id].Store(nil)
-		return
-	}
-	e.am[id].Store(&h)
-}
-
-// SetNoticeHandler installs h as the handler for notices; a nil h
-// removes it (notices are then dropped).
-func (e *Endpoint) SetNoticeHandler(h transport.NoticeHandler) {
-	if h == nil {
-		e.notice.Store(nil)
-		return
-	}
-	e.notice.Store(&h)
-}
-
-// SetFailureHandler installs h as the handler told of failed peers; a nil
-// h removes it.
-func (e *Endpoint) SetFailureHandler(h transport.FailureHandler) {
-	if h == nil {
-		e.failure.Store(nil)
-		return
-	}
-	e.failure.Store(&h)
-}
-
 // Close marks the endpoint closed in its control segment (peers then see
 // it as closed, not failed), stops its progress goroutine and releases its
 // mappings of other ranks' segments. Closing twice returns
@@ -584,7 +550,7 @@ func (e *Endpoint) drain() bool {
 	did := false
 	// Arrivals wait for their handler: a peer may send as soon as the
 	// start-up barrier is passed, before this rank installed its handlers.
-	for h := e.notice.Load(); h != nil; {
+	for h := e.Notice(); h != nil; {
 		deq := e.deq.Load()
 		src, key, n, ok := e.own.pop(deq)
 		if !ok {
@@ -596,7 +562,7 @@ func (e *Endpoint) drain() bool {
 		if src >= e.size {
 			continue // not from a rank of this job: drop
 		}
-		(*h)(src, key, n)
+		h(src, key, n)
 	}
 	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen.Load() || e.stalled {
 		e.amSeen.Store(seq)
@@ -631,7 +597,7 @@ func (e *Endpoint) drainRing(src int) bool {
 			rh.head.Store(tail)
 			return true
 		}
-		if rec.flags&recFirst != 0 && (rec.id >= transport.MaxAMID || e.am[rec.id].Load() == nil) {
+		if rec.flags&recFirst != 0 && e.AM(transport.AMID(rec.id)) == nil {
 			// No handler yet: leave the rest of this ring for a later
 			// drain (the progress goroutine retries on its timeout).
 			e.stalled = true
@@ -679,11 +645,8 @@ func (e *Endpoint) record(src int, rec recHeader, b []byte) {
 }
 
 func (e *Endpoint) deliverAM(src int, id uint8, hdr, payload []byte) {
-	if id >= transport.MaxAMID {
-		return
-	}
-	if h := e.am[id].Load(); h != nil {
-		(*h)(src, hdr, payload[:len(payload):len(payload)])
+	if h := e.AM(transport.AMID(id)); h != nil {
+		h(src, hdr, payload[:len(payload):len(payload)])
 	}
 }
 
@@ -776,8 +739,8 @@ func (e *Endpoint) checkPeers() {
 			continue
 		}
 		e.peerState[r].Store(peerFailed)
-		if h := e.failure.Load(); h != nil {
-			(*h)(r, e.errFailed[r])
+		if h := e.Failure(); h != nil {
+			h(r, e.errFailed[r])
 		}
 	}
 }
