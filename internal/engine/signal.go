@@ -112,7 +112,7 @@ func (c *Comm) pollWait(ctx context.Context, p transport.Poller, cond func() boo
 		if p.Poll() || i < pollSpins {
 			continue
 		}
-		if i&15 == 0 {
+		if (i-pollSpins)&15 == 0 {
 			if i == pollSpins {
 				start = time.Now()
 			}
