@@ -158,7 +158,10 @@ func (w *Win[T]) RgetAccumulateNotify(src, result []T, target, disp int, op Op, 
 // first, and complete after count matches with the status (source, tag)
 // of the last one. Start re-arms it. Notices that arrive before a request
 // looks for them wait, none lost and none matched twice; notices from one
-// origin are matched in the order it issued them.
+// origin are matched in the order it issued them. If source fails, Test
+// and Wait deliver what it sent before, then complete with an error
+// wrapping ErrPeer (a request for AnySource keeps waiting for the other
+// ranks: give its Wait a deadline).
 func (w *Win[T]) NotifyInit(source, tag, count int) (*Request, error) {
 	return w.eng().NotifyInit(source, tag, count)
 }

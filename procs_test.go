@@ -18,8 +18,9 @@ const peerDeathCall = "peer-death"
 
 // TestProcessPeerDeath: a rank process killed with SIGKILL turns the
 // blocking calls that depend on it, on the surviving processes, into
-// errors wrapping ErrPeer within a bounded time (DESIGN rule 7): Recv from
-// it and a Barrier, with no deadline of their own.
+// errors wrapping ErrPeer within a bounded time (DESIGN rule 7), all with
+// no deadline of their own: a lock on a window that the dead rank held
+// exclusively, a wait for a notice from it, Recv from it, and a Barrier.
 func TestProcessPeerDeath(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("processes over shared memory need Linux")
@@ -51,20 +52,71 @@ func peerDeathRank() error {
 	if err != nil {
 		return err
 	}
-	if err := c.Barrier(ctx); err != nil {
+	w, err := narma.Allocate[int64](ctx, c, 4)
+	if err != nil {
 		return err
 	}
 	if c.Rank() == 2 {
+		// Hold rank 0's window exclusively, tell rank 1, and die
+		// holding it.
+		if err := w.Lock(ctx, narma.Exclusive, 0, 0); err != nil {
+			return err
+		}
+		if err := w.Put([]int64{7}, 0, 0); err != nil {
+			return err
+		}
+		if err := w.Flush(ctx, 0); err != nil {
+			return err
+		}
+		if err := c.Send(ctx, []byte("held"), 1, 2); err != nil {
+			return err
+		}
 		syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
 		select {}
 	}
 	start := time.Now()
+	bg := context.Background()
+	switch c.Rank() {
+	case 0:
+		r, err := w.NotifyInit(2, 5, 1)
+		if err != nil {
+			return err
+		}
+		if err := r.Start(); err != nil {
+			return err
+		}
+		if _, err := r.Wait(bg); !errors.Is(err, narma.ErrPeer) {
+			return fmt.Errorf("Wait for a notice from the killed rank: %v, want ErrPeer", err)
+		}
+		// Stay until rank 1 has tried the lock: a rank that ends looks
+		// failed to the others, which would fail the lock for another
+		// reason.
+		if _, err := c.Recv(ctx, make([]byte, 8), 1, 3); err != nil {
+			return err
+		}
+	case 1:
+		buf := make([]byte, 8)
+		if _, err := c.Recv(ctx, buf, 2, 2); err != nil {
+			return err
+		}
+		err := w.Lock(bg, narma.Exclusive, 0, 0)
+		if err == nil {
+			// The deferred strategy takes the lock when it must.
+			err = w.Flush(bg, 0)
+		}
+		if !errors.Is(err, narma.ErrPeer) || !strings.Contains(err.Error(), "by rank 2") {
+			return fmt.Errorf("Lock of a window the killed rank held: %v, want ErrPeer naming rank 2", err)
+		}
+		if err := c.Send(ctx, nil, 0, 3); err != nil {
+			return err
+		}
+	}
 	buf := make([]byte, 8)
-	_, rerr := c.Recv(context.Background(), buf, 2, 1)
+	_, rerr := c.Recv(bg, buf, 2, 1)
 	if !errors.Is(rerr, narma.ErrPeer) {
 		return fmt.Errorf("Recv from the killed rank: %v, want ErrPeer", rerr)
 	}
-	berr := c.Barrier(context.Background())
+	berr := c.Barrier(bg)
 	if !errors.Is(berr, narma.ErrPeer) {
 		return fmt.Errorf("Barrier with the killed rank: %v, want ErrPeer", berr)
 	}

@@ -42,7 +42,10 @@ func (w *Win[T]) Test() (bool, error) { return w.eng().Test() }
 
 // Lock opens a passive-target epoch on target: Shared allows other shared
 // holders, Exclusive none. The target does not take part. NoCheck asserts
-// that no conflicting lock can exist and skips the lock word.
+// that no conflicting lock can exist and skips the lock word. A lock that
+// a failed rank held exclusively fails the attempt with ErrPeer at once;
+// one held by shared holders after a rank failed fails it after a second
+// of trying (shared holders are not known by rank).
 func (w *Win[T]) Lock(ctx context.Context, kind LockType, target int, assert Assert) error {
 	if kind != Shared && kind != Exclusive {
 		rank := -1

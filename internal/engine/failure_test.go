@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/local"
 )
 
@@ -52,6 +54,16 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// And sends rank 0 one notice of tag 5 before it dies.
+			if err := w2.Lock(ctx, false, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.Notice{Kind: transport.NoticeTag, Tag: 5}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w2.Flush(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
 			if err := f.Kill(2); err != nil {
 				t.Fatal(err)
 			}
@@ -69,6 +81,23 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 					t.Fatalf("%s took too long", what)
 				}
 			}
+			// The notice sent before the failure is delivered; a wait
+			// for one more from rank 2 fails.
+			r, err := w0.NotifyInit(2, 5, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := r.Wait(ctx); err != nil || st.Source != 2 || st.Tag != 5 {
+				t.Errorf("Wait for the notice rank 2 sent before it died: %+v, %v", st, err)
+			}
+			if err := r.Start(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Wait(ctx)
+			check("Wait for a notice from rank 2", err)
 			_, err = c0.Recv(ctx, make([]byte, 1), 2, 0)
 			check("Recv from rank 2", err)
 			_, err = c0.Probe(ctx, 2, AnyTag)
@@ -84,18 +113,18 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 				check("Wait for rank 2's complete", w0.Wait(ctx))
 			}
 			// The lock rank 2 held on rank 1 is never released, and rank 1
-			// is alive: an exclusive lock attempt waits, and must end with
-			// the context instead of hanging.
-			tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			err = w0.Lock(tctx, true, 1, 0)
+			// is alive: an exclusive lock attempt sees that the holder
+			// failed (its rank is in the lock word) and fails with
+			// ErrPeer, without a deadline.
+			err = w0.Lock(ctx, true, 1, 0)
 			if err == nil && st == Deferred {
 				one := []byte{1}
 				w0.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: one, Target: 1})
-				err = w0.Unlock(tctx, 1)
+				err = w0.Unlock(ctx, 1)
 			}
-			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("exclusive lock held by a dead rank: %v, want the context's deadline", err)
+			check("exclusive lock held by rank 2", err)
+			if err != nil && !strings.Contains(err.Error(), "by rank 2") {
+				t.Errorf("lock error %q does not name the holder", err)
 			}
 			// A lock on the dead rank itself fails with ErrPeer.
 			err = w0.Lock(ctx, true, 2, 0)
@@ -110,5 +139,46 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 				c.Close()
 			}
 		})
+	}
+}
+
+// TestLockHeldSharedByFailedRank: a shared lock share held by a rank that
+// dies is never given back, and shared holders are not known by rank: an
+// exclusive lock attempt on that word fails with ErrPeer once it has kept
+// failing for stuckLockAfter after the failure, instead of hanging.
+func TestLockHeldSharedByFailedRank(t *testing.T) {
+	f, err := local.NewFabric(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := f.Endpoints()
+	cs := make([]*Comm, 3)
+	for r := range cs {
+		cs[r] = New(eps[r], nil, nil)
+	}
+	ws := make([]*Win, 3)
+	runOK(t, cs, func(ctx context.Context, c *Comm) error {
+		w, err := c.Allocate(ctx, 64, WinOptions{Strategy: Immediate})
+		ws[c.rank] = w
+		return err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ws[2].Lock(ctx, false, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Kill(2); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = ws[0].Lock(ctx, true, 1, 0)
+	if !errors.Is(err, ErrPeer) {
+		t.Fatalf("exclusive lock against a dead shared holder: %v, want ErrPeer", err)
+	}
+	if d := time.Since(start); d < stuckLockAfter {
+		t.Errorf("gave up after %v, before stuckLockAfter (%v)", d, stuckLockAfter)
+	}
+	for _, c := range cs[:2] {
+		c.Close()
 	}
 }

@@ -209,7 +209,17 @@ func (r *Request) testNotify(name string) (Status, bool, error) {
 	}
 	w.inbox.drainFor(&w.mq, r)
 	if r.matched < r.count {
-		return Status{}, false, nil
+		if r.src == AnySource || !r.c.peerFailed(int(r.src)) {
+			return Status{}, false, nil
+		}
+		// The only rank that can complete the request failed: deliver
+		// what it sent before it died, then give up.
+		r.c.progress()
+		w.inbox.drainFor(&w.mq, r)
+		if r.matched < r.count {
+			r.active = false
+			return Status{}, true, opErr(name, r.c.rank, ErrPeer, "rank %d failed with %d of %d notices matched", r.src, r.matched, r.count)
+		}
 	}
 	r.active = false
 	return r.st, true, nil

@@ -348,9 +348,13 @@ func (w *Win) Sync() error {
 // shared by fetch-and-add of 1, undone if an exclusive holder is present.
 // Waiting backs off from yielding to short sleeps.
 func (w *Win) acquire(ctx context.Context, name string, t int, kind uint8) error {
+	var since time.Time
 	for try := 0; ; try++ {
 		ok, err := w.tryAcquire(ctx, name, t, kind)
 		if ok || err != nil {
+			return err
+		}
+		if err := w.heldByFailed(name, t, &since); err != nil {
 			return err
 		}
 		if err := w.c.backoff(ctx, name, t, try); err != nil {
@@ -359,19 +363,51 @@ func (w *Win) acquire(ctx context.Context, name string, t int, kind uint8) error
 	}
 }
 
-// tryAcquire makes one attempt to take the lock word at t.
+// heldByFailed returns ErrPeer if the lock word at t, as the last attempt
+// saw it (w.lockSeen), is held by a rank that failed: exclusively by a
+// failed rank, or, once some rank failed, still held by shared holders
+// after stuckLockAfter (shared holders are not known by rank). since is
+// when the latter condition was first seen.
+func (w *Win) heldByFailed(name string, t int, since *time.Time) error {
+	if w.c.nfailed.Load() == 0 {
+		return nil
+	}
+	word := w.lockSeen
+	if word&lockExcl != 0 {
+		if h := int(word >> lockRankShift & lockRankMask); h < w.c.size && w.c.peerFailed(h) {
+			return opErr(name, w.c.rank, ErrPeer, "lock at rank %d held exclusively by rank %d, which failed", t, h)
+		}
+		return nil
+	}
+	if since.IsZero() {
+		*since = time.Now()
+	} else if time.Since(*since) > stuckLockAfter {
+		return opErr(name, w.c.rank, ErrPeer, "lock at rank %d still held by shared holders %v after a rank failed", t, stuckLockAfter)
+	}
+	return nil
+}
+
+// tryAcquire makes one attempt to take the lock word at t; a failed
+// attempt leaves the word it saw in w.lockSeen.
 func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (bool, error) {
+	excl := exclWord(w.c.rank)
 	if w.lockWords != nil {
 		// Direct transport: the lock word is in reach of one atomic
 		// instruction. Same protocol as below.
 		word := w.lockWords[t]
 		if kind&lockExclusive != 0 {
-			return mem.AtomicCAS64(word, 0, lockExcl), nil
+			if mem.AtomicCAS64(word, 0, excl) {
+				return true, nil
+			}
+			w.lockSeen = mem.AtomicLoad64(word)
+			return false, nil
 		}
-		if mem.AtomicAdd64(word, 1)&lockExcl == 0 {
+		seen := mem.AtomicAdd64(word, 1) - 1
+		if seen&lockExcl == 0 {
 			return true, nil
 		}
 		mem.AtomicAdd64(word, ^uint64(0))
+		w.lockSeen = seen
 		return false, nil
 	}
 	reg := w.ctlRegions[t]
@@ -385,7 +421,7 @@ func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (b
 	s.comp.Reset()
 	var err error
 	if kind&lockExclusive != 0 {
-		s.cmp[0], s.val[0] = 0, lockExcl
+		s.cmp[0], s.val[0] = 0, excl
 		err = reg.CompareSwap(0, mem.Uint64, mem.Bytes(s.cmp[:]), mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
 	} else {
 		s.val[0] = 1
@@ -402,6 +438,7 @@ func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (b
 	if err != nil {
 		return false, opErr(name, w.c.rank, ErrPeer, "lock at rank %d: %v", t, err)
 	}
+	w.lockSeen = s.res[0]
 	if kind&lockExclusive != 0 {
 		return s.res[0] == 0, nil
 	}
@@ -415,7 +452,7 @@ func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (b
 // release gives the lock word at t back.
 func (w *Win) release(t int, kind uint8) {
 	if kind&lockExclusive != 0 {
-		w.addLock(t, ^lockExcl+1)
+		w.addLock(t, -exclWord(w.c.rank))
 	} else {
 		w.addLock(t, ^uint64(0))
 	}

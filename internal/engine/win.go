@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/narma-rma/narma/internal/match"
 	"github.com/narma-rma/narma/internal/mem"
@@ -54,9 +55,23 @@ const MaxDispUnit = 1 << 20
 // (uint64 at offset 0) on its own cache line.
 const ctlSize = 64
 
-// Lock word layout: bit 62 is the exclusive holder, the low bits count
-// shared holders (and shared attempts in flight).
-const lockExcl = uint64(1) << 62
+// Lock word layout: bit 62 says an exclusive holder, bits 32 to 61 its
+// rank (so that a waiter can tell when the holder has failed), the low 32
+// bits count shared holders (and shared attempts in flight).
+const (
+	lockExcl      = uint64(1) << 62
+	lockRankShift = 32
+	lockRankMask  = uint64(1)<<30 - 1
+)
+
+// exclWord is the lock word of an exclusive lock held by rank.
+func exclWord(rank int) uint64 { return lockExcl | uint64(rank)<<lockRankShift }
+
+// stuckLockAfter is how long a lock attempt retries a lock word whose
+// holders are unknown (shared holders) once some rank of the job has
+// failed, before it reports the failure: a shared holder that died
+// never releases its share.
+const stuckLockAfter = time.Second
 
 // Window control messages (amWin).
 const (
@@ -108,6 +123,7 @@ type Win struct {
 	lockAllNoCheck bool
 	nlocks         int
 	scratch        lockScratch
+	lockSeen       uint64    // the lock word as the last failed lock attempt saw it
 	synchronous    bool      // the transport completes operations on return
 	queue          [][]rmaOp // deferred operations per target
 	queued         int
