@@ -56,8 +56,8 @@ func (r *Request) check(op string) error {
 // Test reports whether the operation is complete, without blocking. Once
 // it reports true, the status and error are final.
 func (r *Request) Test() (Status, bool, error) {
-	if r != nil && r.c != nil {
-		r.c.progress()
+	if r != nil && r.c != nil && r.kind != reqNotify {
+		r.c.progress() // a notification request polls for itself
 	}
 	return r.test("Test")
 }
@@ -114,7 +114,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	var st Status
 	var err error
 	var done bool
-	werr := r.c.wait(ctx, func() bool {
+	werr := r.c.waitPolling(ctx, r.kind == reqNotify, func() bool {
 		st, done, err = r.test("Wait")
 		return done || err != nil
 	})

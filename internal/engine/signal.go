@@ -53,8 +53,14 @@ const spinRounds = 8
 // before its last check of cond, and a waker changes the state before it
 // looks for sleepers.
 func (c *Comm) wait(ctx context.Context, cond func() bool) error {
+	return c.waitPolling(ctx, false, cond)
+}
+
+// waitPolling is wait for a cond that polls the transport itself (self):
+// the wait then leaves polling to it.
+func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) error {
 	if p := c.poller; p != nil {
-		if c.pollWait(ctx, p, cond) {
+		if c.pollWait(ctx, p, self, cond) {
 			return nil
 		}
 		p.Park()
@@ -100,16 +106,16 @@ const (
 )
 
 // pollWait is the polling part of wait: it reports whether cond became
-// true; false means the caller should sleep (or ctx ended, or the job was
+// true (cond polls p itself if self); false means the caller should sleep (or ctx ended, or the job was
 // aborted: the sleep loop reports those).
-func (c *Comm) pollWait(ctx context.Context, p transport.Poller, cond func() bool) bool {
+func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond func() bool) bool {
 	var start time.Time
 	busy := true
 	for i := 0; ; i++ {
 		if cond() {
 			return true
 		}
-		if p.Poll() || i < pollSpins {
+		if (!self && p.Poll()) || i < pollSpins {
 			continue
 		}
 		if (i-pollSpins)&15 == 0 {

@@ -131,6 +131,8 @@ type Win struct {
 	// Notified Access, target side (notify.go).
 	inbox      inbox                      // tag notices not yet matched
 	mq         match.Queue                // tag notices drained from the inbox; the owner's only
+	direct     transport.NoticeHandler    // w.takeNotice, made once: the handler of PollNotices
+	directReq  *Request                   // the request testNotify polls for; the owner's only
 	counters   atomic.Pointer[counterSet] // notification counters
 	ncounters  []int                      // number of counters of each rank
 	badNotices atomic.Int64               // notices refused at this target (bad counter or signal)
@@ -195,6 +197,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		completes:   make([]int, n),
 		ncounters:   make([]int, n),
 	}
+	w.direct = w.takeNotice
 	var err error
 	if w.key, err = c.ep.Expose(buf); err != nil {
 		return nil, opErr(op, c.rank, ErrInvalidArgs, "expose: %v", err)

@@ -213,6 +213,10 @@ type Poller interface {
 	// (handlers never block, so this is short). It must not be called
 	// from a handler.
 	Poll() bool
+	// PollNotices is Poll, except that the notices it finds are given to
+	// h instead of the installed notice handler (a waiter that can use
+	// them at once takes them without a detour through shared state).
+	PollNotices(h NoticeHandler) bool
 	// Yield gives the processor to other threads, of this process or
 	// any other, for a moment (sched_yield): ranks that are processes
 	// may share cores.

@@ -499,7 +499,15 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 // arrived, on the calling goroutine (after waiting for another goroutine
 // that is draining, if any); it reports whether it ran any
 // (transport.Poller).
-func (e *Endpoint) Poll() bool {
+func (e *Endpoint) Poll() bool { return e.poll(nil) }
+
+// PollNotices is Poll with h in place of the notice handler
+// (transport.Poller).
+func (e *Endpoint) PollNotices(h transport.NoticeHandler) bool { return e.poll(h) }
+
+// poll is Poll with notices given to h, or to the installed handler if h
+// is nil.
+func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 	if !e.polled.Load() {
 		e.polled.Store(true)
 	}
@@ -519,7 +527,7 @@ func (e *Endpoint) Poll() bool {
 		}
 		runtime.Gosched()
 	}
-	n := e.drain()
+	n := e.drain(h)
 	e.draining.Store(false)
 	return n
 }
@@ -544,13 +552,17 @@ func (e *Endpoint) pending() bool {
 	return e.own.noticePending(e.deq.Load()) || e.own.hdr.amSeq.Load() != e.amSeen.Load()
 }
 
-// drain runs the handlers for everything that has arrived; draining is
-// held. It reports whether there was anything.
-func (e *Endpoint) drain() bool {
+// drain runs the handlers for everything that has arrived, notices going
+// to h (the installed handler if h is nil); draining is held. It reports
+// whether there was anything.
+func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	did := false
+	if h == nil {
+		h = e.Notice()
+	}
 	// Arrivals wait for their handler: a peer may send as soon as the
 	// start-up barrier is passed, before this rank installed its handlers.
-	for h := e.Notice(); h != nil; {
+	for h != nil {
 		deq := e.deq.Load()
 		src, key, n, ok := e.own.pop(deq)
 		if !ok {
@@ -668,7 +680,7 @@ func (e *Endpoint) progress() {
 		default:
 		}
 		if e.draining.CompareAndSwap(false, true) {
-			did := e.drain()
+			did := e.drain(nil)
 			e.draining.Store(false)
 			if did {
 				continue
