@@ -18,7 +18,7 @@ import (
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0001 // "narma", layout version 1
+	magic     = 0x616d72616e_0002 // "narma", layout version 2
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -57,6 +57,11 @@ type header struct {
 
 	// enq is the notice ring's next free position.
 	enq atomic.Uint64
+	_   [lineSize - 8]byte
+
+	// deq is the notice ring's next position to take, written by the
+	// endpoint's consumer only.
+	deq atomic.Uint64
 	_   [lineSize - 8]byte
 }
 
@@ -101,6 +106,10 @@ type ctl struct {
 	exposures []exposure
 	ringHeads []*amRing // by source rank
 	ringData  [][]byte  // by source rank
+
+	// headSeen is, in a producer's view of a peer's segment, the value
+	// of hdr.deq it last read.
+	headSeen atomic.Uint64
 }
 
 // ctlSize returns the size of a control segment for the given geometry.

@@ -6,43 +6,48 @@ import (
 	"github.com/narma-rma/narma/internal/transport"
 )
 
-// The notice ring is a bounded multi-producer queue of cache-line slots
-// (Vyukov's sequence-numbered array): a producer claims position pos with
-// a compare-and-swap on enq when slot pos%slots carries sequence pos,
-// fills the slot and publishes it by storing pos+1; the single consumer
-// takes the slot when it carries deq+1 and frees it for the next lap by
-// storing deq+slots. A full ring makes producers wait: nothing is dropped.
+// The notice ring is a bounded multi-producer queue of cache-line slots:
+// a producer claims position pos with a compare-and-swap on enq, once it
+// knows that the consumer has taken the notice of the slot's last lap
+// (pos - deq < slots, deq being the consumer's next position, published
+// in the header), fills slot pos%slots and publishes it by storing pos+1
+// as its sequence; the single consumer takes the slot when it carries
+// deq+1 and then advances deq. The consumer writes nothing into the
+// slots, so a producer's next write finds the line shared, not modified
+// elsewhere; producers read deq only when the value they last saw says
+// the ring is full. A full ring makes producers wait: nothing is dropped.
 
 // tryPush publishes notice n from src about region key into the ring of c;
 // it reports false if the ring is full.
 func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
-	mask := uint64(len(c.slots) - 1)
+	slots := uint64(len(c.slots))
 	for {
 		pos := c.hdr.enq.Load()
-		s := &c.slots[pos&mask]
-		seq := s.seq.Load()
-		switch {
-		case seq == pos:
-			if !c.hdr.enq.CompareAndSwap(pos, pos+1) {
-				continue // another producer took pos
+		if pos-c.headSeen.Load() >= slots {
+			head := c.hdr.deq.Load()
+			c.headSeen.Store(head)
+			if pos-head >= slots {
+				return false
 			}
-			s.src = uint32(src)
-			s.kind = uint8(n.Kind)
-			s.op = uint8(n.Op)
-			s.tag = n.Tag
-			s.key = uint64(key)
-			s.offset = n.Offset
-			s.value = n.Value
-			s.seq.Store(pos + 1)
-			return true
-		case seq < pos:
-			return false // the slot still holds the notice of the last lap
 		}
-		// seq > pos: enq moved on since we read it; retry.
+		if !c.hdr.enq.CompareAndSwap(pos, pos+1) {
+			continue // another producer took pos
+		}
+		s := &c.slots[pos&(slots-1)]
+		s.src = uint32(src)
+		s.kind = uint8(n.Kind)
+		s.op = uint8(n.Op)
+		s.tag = n.Tag
+		s.key = uint64(key)
+		s.offset = n.Offset
+		s.value = n.Value
+		s.seq.Store(pos + 1)
+		return true
 	}
 }
 
-// pop takes the notice at position deq, if it has been published.
+// pop takes the notice at position deq, if it has been published; the
+// caller then advances deq.
 func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, ok bool) {
 	s := &c.slots[deq&uint64(len(c.slots)-1)]
 	if s.seq.Load() != deq+1 {
@@ -50,7 +55,6 @@ func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, o
 	}
 	src, key = int(s.src), transport.Key(s.key)
 	n = transport.Notice{Kind: transport.NoticeKind(s.kind), Op: transport.SignalOp(s.op), Tag: s.tag, Offset: s.offset, Value: s.value}
-	s.seq.Store(deq + uint64(len(c.slots)))
 	return src, key, n, true
 }
 

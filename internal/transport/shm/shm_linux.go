@@ -79,7 +79,6 @@ type Endpoint struct {
 
 	// The consumer side: whoever holds draining runs the handlers.
 	draining atomic.Bool
-	deq      atomic.Uint64 // next notice position (written with draining held)
 	amSeen   atomic.Uint64 // value of amSeq last drained (written with draining held)
 	stalled  bool          // a ring waits for a handler (draining held)
 	partial  []*assembly   // per source: message being reassembled
@@ -549,7 +548,7 @@ func (e *Endpoint) Park() {
 // pending reports whether anything waits to be drained. The caller holds
 // draining (or is the only consumer).
 func (e *Endpoint) pending() bool {
-	return e.own.noticePending(e.deq.Load()) || e.own.hdr.amSeq.Load() != e.amSeen.Load()
+	return e.own.noticePending(e.own.hdr.deq.Load()) || e.own.hdr.amSeq.Load() != e.amSeen.Load()
 }
 
 // drain runs the handlers for everything that has arrived, notices going
@@ -563,12 +562,12 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	// Arrivals wait for their handler: a peer may send as soon as the
 	// start-up barrier is passed, before this rank installed its handlers.
 	for h != nil {
-		deq := e.deq.Load()
+		deq := e.own.hdr.deq.Load()
 		src, key, n, ok := e.own.pop(deq)
 		if !ok {
 			break
 		}
-		e.deq.Store(deq + 1)
+		e.own.hdr.deq.Store(deq + 1)
 		did = true
 		raceAcquire()
 		if src >= e.size {
