@@ -18,23 +18,9 @@ import (
 func TestPeerFailureEndsWaits(t *testing.T) {
 	for _, st := range []Strategy{Immediate, Deferred} {
 		t.Run(st.String(), func(t *testing.T) {
-			f, err := local.NewFabric(3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eps := f.Endpoints()
-			cs := make([]*Comm, 3)
-			for r := range cs {
-				cs[r] = New(eps[r], nil, nil)
-			}
 			// Windows on every rank, then rank 2 takes an exclusive lock on
 			// rank 1 and dies holding it.
-			ws := make([]*Win, 3)
-			runOK(t, cs, func(ctx context.Context, c *Comm) error {
-				w, err := c.Allocate(ctx, 64, WinOptions{Strategy: st})
-				ws[c.rank] = w
-				return err
-			})
+			f, cs, ws := killableWins(t, 3, st)
 			w0, w2 := ws[0], ws[2]
 			ctx := context.Background()
 			if err := w2.Lock(ctx, true, 1, 0); err != nil {
@@ -147,21 +133,7 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 // exclusive lock attempt on that word fails with ErrPeer once it has kept
 // failing for stuckLockAfter after the failure, instead of hanging.
 func TestLockHeldSharedByFailedRank(t *testing.T) {
-	f, err := local.NewFabric(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps := f.Endpoints()
-	cs := make([]*Comm, 3)
-	for r := range cs {
-		cs[r] = New(eps[r], nil, nil)
-	}
-	ws := make([]*Win, 3)
-	runOK(t, cs, func(ctx context.Context, c *Comm) error {
-		w, err := c.Allocate(ctx, 64, WinOptions{Strategy: Immediate})
-		ws[c.rank] = w
-		return err
-	})
+	f, cs, ws := killableWins(t, 3, Immediate)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := ws[2].Lock(ctx, false, 1, 0); err != nil {
@@ -171,7 +143,7 @@ func TestLockHeldSharedByFailedRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = ws[0].Lock(ctx, true, 1, 0)
+	err := ws[0].Lock(ctx, true, 1, 0)
 	if !errors.Is(err, ErrPeer) {
 		t.Fatalf("exclusive lock against a dead shared holder: %v, want ErrPeer", err)
 	}
@@ -181,4 +153,26 @@ func TestLockHeldSharedByFailedRank(t *testing.T) {
 	for _, c := range cs[:2] {
 		c.Close()
 	}
+}
+
+// killableWins builds n communicators over a local fabric (whose ranks
+// the test can kill) and a 64-byte window on each with strategy st.
+func killableWins(t *testing.T, n int, st Strategy) (*local.Fabric, []*Comm, []*Win) {
+	t.Helper()
+	f, err := local.NewFabric(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := f.Endpoints()
+	cs := make([]*Comm, n)
+	for r := range cs {
+		cs[r] = New(eps[r], nil, nil)
+	}
+	ws := make([]*Win, n)
+	runOK(t, cs, func(ctx context.Context, c *Comm) error {
+		w, err := c.Allocate(ctx, 64, WinOptions{Strategy: st})
+		ws[c.rank] = w
+		return err
+	})
+	return f, cs, ws
 }
