@@ -17,12 +17,12 @@ import (
 const patience = 30 * time.Second
 
 // built holds the binaries the tests build once: narmarun itself, for
-// the tests that signal it, and testprog.
+// the tests that signal it, testprog and narmaprog.
 var built struct {
-	once               sync.Once
-	dir                string
-	narmarun, testprog string
-	err                error
+	once                          sync.Once
+	dir                           string
+	narmarun, testprog, narmaprog string
+	err                           error
 }
 
 func TestMain(m *testing.M) {
@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 	os.Exit(status)
 }
 
-// binaries builds narmarun and testprog, once per test run.
+// binaries builds narmarun, testprog and narmaprog, once per test run
+// (narmaProgram returns the last).
 func binaries(t *testing.T) (narmarun, testprog string) {
 	t.Helper()
 	built.once.Do(func() {
@@ -42,7 +43,8 @@ func binaries(t *testing.T) (narmarun, testprog string) {
 		}
 		built.narmarun = filepath.Join(built.dir, "narmarun")
 		built.testprog = filepath.Join(built.dir, "testprog")
-		for _, b := range [][2]string{{built.narmarun, "."}, {built.testprog, "./internal/testprog"}} {
+		built.narmaprog = filepath.Join(built.dir, "narmaprog")
+		for _, b := range [][2]string{{built.narmarun, "."}, {built.testprog, "./internal/testprog"}, {built.narmaprog, "./internal/narmaprog"}} {
 			out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
 			if err != nil {
 				built.err = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
@@ -54,6 +56,13 @@ func binaries(t *testing.T) (narmarun, testprog string) {
 		t.Fatal(built.err)
 	}
 	return built.narmarun, built.testprog
+}
+
+// narmaProgram returns the path of narmaprog, a narma program.
+func narmaProgram(t *testing.T) string {
+	t.Helper()
+	binaries(t)
+	return built.narmaprog
 }
 
 // script writes a shell script to a fresh directory and returns the

@@ -408,3 +408,62 @@ func TestBootstrapRankFailsBeforeDialing(t *testing.T) {
 		t.Errorf("narmarun reports a bootstrap failure it caused itself")
 	}
 }
+
+// TestNarmaProgram runs a real narma program (windows in shared-memory
+// segments, notified puts) under narmarun: it succeeds on every rank, and
+// when one rank is killed with SIGKILL in the middle, narmarun exits with
+// 128+9, names that rank, stops the others and removes the job's
+// segments.
+func TestNarmaProgram(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	prog := narmaProgram(t)
+	jobSegments := func(out string) []string {
+		t.Helper()
+		var job string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "job" {
+				job = f[1]
+			}
+		}
+		if job == "" {
+			t.Fatalf("no job id in the output %q", out)
+		}
+		left, _ := filepath.Glob("/dev/shm/narma." + job + "*")
+		return left
+	}
+	t.Run("ok", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), patience)
+		defer cancel()
+		res := runNarmarun(t, ctx, "-n", "4", prog)
+		if res.status != 0 {
+			t.Fatalf("status %d, want 0", res.status)
+		}
+		for r := range 4 {
+			if !strings.Contains(res.stdout, fmt.Sprintf("rank %d of 4: ok", r)) {
+				t.Errorf("rank %d did not finish", r)
+			}
+		}
+		if left := jobSegments(res.stdout); len(left) > 0 {
+			t.Errorf("segments left behind: %v", left)
+		}
+	})
+	t.Run("killed", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), patience)
+		defer cancel()
+		res := runNarmarun(t, ctx, "-n", "4", prog, "-rounds", "1000000", "-kill-rank", "2", "-kill-round", "50")
+		if res.status != 128+9 {
+			t.Fatalf("status %d, want 137", res.status)
+		}
+		if !regexp.MustCompile(`narmarun: rank 2 \(pid \d+\) killed by signal 9`).MatchString(res.stderr) {
+			t.Errorf("stderr %q does not report rank 2's death", res.stderr)
+		}
+		if strings.Contains(res.stdout, ": ok") {
+			t.Errorf("a rank finished a ring that rank 2 broke: %q", res.stdout)
+		}
+		if left := jobSegments(res.stdout); len(left) > 0 {
+			t.Errorf("segments left behind: %v", left)
+		}
+	})
+}
