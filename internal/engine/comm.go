@@ -56,6 +56,9 @@ type core struct {
 	// poller is the endpoint as a transport.Poller, if it is one: its
 	// notices and active messages are drained by the waiting rank.
 	poller transport.Poller
+	// sleeper is the poller as a transport.Sleeper, if it is one: its
+	// waiters sleep on the transport's doorbell.
+	sleeper transport.Sleeper
 	// spin is how long a waiter polls busily before it starts yielding:
 	// long when every rank can have a core, nothing when ranks outnumber
 	// the cores (a busy waiter would then keep the rank it waits for off
@@ -80,6 +83,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		nextCtx:  2,
 	}
 	k.poller, _ = ep.(transport.Poller)
+	k.sleeper, _ = ep.(transport.Sleeper)
 	if k.size <= runtime.NumCPU() {
 		k.spin = pollSpin
 	}
@@ -153,6 +157,9 @@ func (c *Comm) handleFailure(peer int, err error) {
 		c.nfailed.Add(1)
 	}
 	c.sig.broadcast()
+	if c.sleeper != nil {
+		c.sleeper.Wake()
+	}
 }
 
 // peerFailed reports whether the transport declared rank r failed.

@@ -63,6 +63,9 @@ func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) err
 		if c.pollWait(ctx, p, self, cond) {
 			return nil
 		}
+		if c.sleeper != nil {
+			return c.sleepWait(ctx, self, cond)
+		}
 		p.Park()
 	} else {
 		for i := 0; i < spinRounds; i++ {
@@ -142,6 +145,40 @@ func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond
 	}
 }
 
+// sleepMax bounds one sleep on a transport's doorbell, so that an abort
+// of the job (which rings nothing) is seen within that time; arrivals,
+// wakes and the end of ctx ring it.
+const sleepMax = 2 * time.Millisecond
+
+// sleepWait is the sleeping part of a wait on a transport.Sleeper: the
+// waiter sleeps on the transport's doorbell, which producers ring, and
+// polls when woken, so that an arrival wakes this thread directly. Wakers
+// of the engine (wake) ring it too, and so does the end of ctx.
+func (c *Comm) sleepWait(ctx context.Context, self bool, cond func() bool) error {
+	s := c.sleeper
+	c.sleepers.Add(1)
+	defer c.sleepers.Add(-1)
+	stop := context.AfterFunc(ctx, s.Wake)
+	defer stop()
+	for {
+		if !self {
+			s.Poll()
+		}
+		if cond() {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return c.stopErr(ctx)
+		}
+		select {
+		case <-c.abort:
+			return c.abortError()
+		default:
+		}
+		s.Sleep(sleepMax)
+	}
+}
+
 // progress runs the handlers of whatever the transport has queued for
 // this rank, if it is a transport.Poller: the non-blocking tests call it
 // so that a test loop sees arrivals at once.
@@ -155,6 +192,9 @@ func (c *Comm) progress() {
 func (c *Comm) wake() {
 	if c.sleepers.Load() > 0 {
 		c.sig.broadcast()
+		if c.sleeper != nil {
+			c.sleeper.Wake()
+		}
 	}
 }
 

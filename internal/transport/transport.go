@@ -18,6 +18,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 )
@@ -225,4 +226,19 @@ type Poller interface {
 	// sleep until a handler wakes it, so that background delivery must
 	// now react to every arrival.
 	Park()
+}
+
+// Sleeper is implemented by Pollers whose waiters can sleep on the
+// transport's own doorbell (a futex that producers ring), so that an
+// arrival wakes the waiting thread itself rather than a background
+// goroutine that then wakes it.
+type Sleeper interface {
+	Poller
+	// Sleep blocks the calling goroutine (and its thread) until
+	// something arrives that Poll would deliver, Wake is called, or d
+	// passes; it may return early. It returns at once if something is
+	// already waiting.
+	Sleep(d time.Duration)
+	// Wake ends the Sleep of every sleeper of this endpoint.
+	Wake()
 }

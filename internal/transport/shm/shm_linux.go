@@ -85,6 +85,7 @@ type Endpoint struct {
 	scratch  []byte        // for records that wrap around the ring end
 
 	polled atomic.Bool // Poll was called since the progress goroutine last looked
+	woken  atomic.Bool // Wake was called since the last Sleep
 	kick   chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -543,6 +544,30 @@ func (e *Endpoint) Park() {
 	case e.kick <- struct{}{}:
 	default:
 	}
+}
+
+// Sleep sleeps on the endpoint's doorbell, which producers ring when it
+// has sleepers, for at most d (transport.Sleeper).
+func (e *Endpoint) Sleep(d time.Duration) {
+	hdr := e.own.hdr
+	hdr.sleepers.Add(1)
+	b := hdr.bell.Load()
+	// Registered before these last looks: a producer that publishes
+	// after them sees the sleeper and rings, changing bell, so the futex
+	// does not sleep; a Wake since the caller last looked left woken.
+	if !e.woken.Swap(false) && !e.pendingRacy() && !e.closed.Load() {
+		futexSleep(&hdr.bell, b, d)
+	}
+	hdr.sleepers.Add(^uint32(0))
+}
+
+// Wake rings the endpoint's own doorbell (transport.Sleeper). A Wake
+// with nobody asleep makes the next Sleep return at once.
+func (e *Endpoint) Wake() {
+	hdr := e.own.hdr
+	e.woken.Store(true)
+	hdr.bell.Add(1)
+	futexWakeAll(&hdr.bell)
 }
 
 // pending reports whether anything waits to be drained. The caller holds
