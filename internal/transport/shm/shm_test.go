@@ -126,3 +126,64 @@ func TestRingBackPressure(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// TestSleep: Sleep on an endpoint's doorbell ends when a notice arrives,
+// when Wake is called during it, and at once after a Wake that came
+// before it (so that a waker between the caller's last look and its
+// Sleep is not lost); with nothing of that, it ends after its time.
+func TestSleep(t *testing.T) {
+	eps := newGroup(t, Config{Size: 2, CheckInterval: 5e6})
+	got := make(chan transport.Notice, 16)
+	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+	buf := mem.Alloc(8)
+	defer mem.Free(buf)
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eps[0].Region(1, key, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const long, bound = time.Minute, 10 * time.Second
+	sleep := func(d time.Duration) <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			eps[1].Sleep(d)
+			close(done)
+		}()
+		return done
+	}
+	ended := func(what string, done <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(bound):
+			t.Fatalf("Sleep did not end on %s", what)
+		}
+	}
+	ended("its own time", sleep(time.Millisecond))
+
+	eps[1].Wake()
+	ended("an earlier Wake", sleep(long))
+
+	done := sleep(long)
+	time.Sleep(20 * time.Millisecond) // most likely asleep by now
+	eps[1].Wake()
+	ended("a Wake", done)
+
+	done = sleep(long)
+	time.Sleep(20 * time.Millisecond)
+	if err := r.Put(0, []byte{1, 2, 3, 4, 5, 6, 7, 8}, transport.Notice{Kind: transport.NoticeTag, Tag: 9}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ended("an arrival", done)
+	select {
+	case n := <-got:
+		if n.Tag != 9 {
+			t.Fatalf("notice %+v, want tag 9", n)
+		}
+	case <-time.After(bound):
+		t.Fatal("the notice was not delivered")
+	}
+}
