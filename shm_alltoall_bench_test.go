@@ -180,10 +180,10 @@ func notifiedAllToAll(c *narma.Comm, rounds int) ([]int64, error) {
 }
 
 // TestAllToAllRounds runs the exchange of BenchmarkShmAllToAll briefly
-// over goroutine ranks, more of them than cores, and over processes
-// (through run), checking the data that lands.
+// over goroutine ranks and over processes (through run), up to 16 of
+// them, more than cores, checking the data that lands.
 func TestAllToAllRounds(t *testing.T) {
-	for _, n := range []int{2, 3, 8} {
+	for _, n := range []int{2, 3, 16} {
 		t.Run(fmt.Sprintf("%dranks", n), func(t *testing.T) {
 			run(t, n, func(c *narma.Comm) error {
 				times, err := notifiedAllToAll(c, 50)
