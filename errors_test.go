@@ -759,6 +759,8 @@ func TestFailedUnlockLeaksNothing(t *testing.T) {
 	const n = 2
 	held, failed, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	retriedOK := false // written by rank 1 before a barrier, read by rank 0 after it
+	// Goroutine ranks only: the ranks coordinate through the channels and
+	// retriedOK, which processes do not share.
 	runLocal(t, n, func(c *narma.Comm) error {
 		ctx := c.Context()
 		me := c.Rank()

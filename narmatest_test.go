@@ -12,68 +12,34 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/narma-rma/narma"
-	"github.com/narma-rma/narma/internal/testjob"
+	"github.com/narma-rma/narma/internal/ranktest"
 )
 
 // testTimeout bounds every job: a hang fails the test instead of blocking
 // CI.
-const testTimeout = 30 * time.Second
+const testTimeout = ranktest.Timeout
 
-// runErr runs fn on n ranks under a deadline and returns Run's error. If
-// RunContext itself does not return (a rank stuck outside the library),
-// the test fails after a grace period.
+// runErr runs fn on n goroutine ranks under a deadline and returns Run's
+// error (ranktest.RunErr).
 func runErr(t *testing.T, n int, fn func(c *narma.Comm) error) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- narma.RunContext(ctx, n, fn) }()
-	select {
-	case err := <-done:
-		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("job of %d ranks hung for %v: %v", n, testTimeout, err)
-		}
-		return err
-	case <-time.After(testTimeout + 15*time.Second):
-		t.Fatalf("RunContext of %d ranks did not return %v after its deadline", n, 15*time.Second)
-		return nil
-	}
+	return ranktest.RunErr(t, n, fn)
 }
 
 // run runs fn on n ranks under a deadline and fails the test on error:
 // first with the ranks as goroutines (Run, over the transport that
 // NARMA_TRANSPORT selects), then, unless NARMA_TRANSPORT is set or
-// NARMA_TEST_PROCS=0, with the ranks as processes over the shared-memory
-// transport (see runProcs). Rank functions report by returning errors, so
-// the same checks hold in both.
+// NARMA_TEST_PROCS=0, with the ranks as processes of the test binary over
+// the shared-memory transport (ranktest.Run; TestMain lets the binary
+// serve as a rank). Rank functions report by returning errors, so the same
+// checks hold in both.
 func run(t *testing.T, n int, fn func(c *narma.Comm) error) {
 	t.Helper()
-	call := nextCall(t)
-	if want := testjob.Call(); want != "" {
-		// A rank process: run this call as the rank, and only this one;
-		// earlier calls of the test run in-process as usual.
-		if call == want {
-			rankMain(n, fn)
-		}
-		if err := runErr(t, n, fn); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if err := runErr(t, n, fn); err != nil {
-		t.Fatal(err)
-	}
-	if runtime.GOOS != "linux" || os.Getenv("NARMA_TRANSPORT") != "" || os.Getenv("NARMA_TEST_PROCS") == "0" {
-		return
-	}
-	runProcs(t, n, call)
+	ranktest.Run(t, n, fn)
 }
 
 // runLocal is run with goroutine ranks only, for tests whose ranks
@@ -81,74 +47,13 @@ func run(t *testing.T, n int, fn func(c *narma.Comm) error) {
 // another), which processes do not share.
 func runLocal(t *testing.T, n int, fn func(c *narma.Comm) error) {
 	t.Helper()
-	if testjob.Call() != "" {
-		t.Skip("ranks coordinate through Go values: goroutine ranks only")
-	}
-	if err := runErr(t, n, fn); err != nil {
-		t.Fatal(err)
-	}
+	ranktest.RunLocal(t, n, fn)
 }
 
-// calls counts the calls of run per test, so that a rank process can find
-// the call it must run: the tests are deterministic in their calls.
-var calls struct {
-	sync.Mutex
-	n map[string]int
-}
-
-func nextCall(t *testing.T) string {
-	calls.Lock()
-	defer calls.Unlock()
-	if calls.n == nil {
-		calls.n = make(map[string]int)
-	}
-	calls.n[t.Name()]++
-	return fmt.Sprintf("%s#%d", t.Name(), calls.n[t.Name()])
-}
-
-// runProcs runs call of the current test with n processes of the test
-// binary as the ranks (package testjob): each joins with narma.Init.
-func runProcs(t *testing.T, n int, call string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+10*time.Second)
-	defer cancel()
-	if _, err := testjob.Run(ctx, n, call, "-test.run="+testjob.TestPattern(t.Name()), "-test.count=1"); err != nil {
-		t.Fatalf("ranks as processes: %v", err)
-	}
-}
-
-// rankMain is a rank process's part: join the job, run fn, leave, and end
-// the process with fn's verdict.
-func rankMain(n int, fn func(c *narma.Comm) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	c, err := narma.Init(ctx)
-	if err == nil {
-		if c.Size() != n {
-			err = fmt.Errorf("job of %d ranks, want %d", c.Size(), n)
-		} else {
-			err = callRank(c, fn)
-		}
-		if cerr := c.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "rank process: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-// callRank runs fn, turning a panic into an error.
-func callRank(c *narma.Comm, fn func(c *narma.Comm) error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("rank %d panicked: %v\n%s", c.Rank(), p, debug.Stack())
-		}
-	}()
-	return fn(c)
-}
+// runTests is the part of TestMain shared with the other packages' tests:
+// it runs the tests, the test binary serving as the rank processes of run
+// (ranktest.Main).
+func runTests(m *testing.M) { ranktest.Main(m) }
 
 var strategies = []narma.Strategy{narma.Immediate, narma.Deferred}
 
@@ -431,10 +336,13 @@ func barrierThen(c *narma.Comm, check func() error) error {
 
 // skipOnAsync skips tests that measure properties of the in-process
 // transport (allocation counts, completion at return) when the suite runs
-// over the asynchronous test transport (NARMA_TRANSPORT=async).
+// over another transport that NARMA_TRANSPORT selects (async, or shm
+// within one process). It does not skip in the rank processes of run,
+// whose NARMA_TRANSPORT the launcher sets: they run the test's jobs over
+// shared memory between processes, where these properties hold as well.
 func skipOnAsync(t *testing.T) {
 	t.Helper()
-	if os.Getenv("NARMA_TRANSPORT") != "" {
+	if os.Getenv("NARMA_TRANSPORT") != "" && !ranktest.RankProcess() {
 		t.Skip("measures the in-process transport; NARMA_TRANSPORT is set")
 	}
 }

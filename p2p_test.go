@@ -411,6 +411,8 @@ func TestP2PBadArguments(t *testing.T) {
 // returns promptly once its context is cancelled or its deadline passes.
 func TestRecvContextCancel(t *testing.T) {
 	done := make(chan struct{})
+	// Goroutine ranks only: rank 1 waits on done, closed by rank 0, which
+	// processes do not share.
 	runLocal(t, 2, func(c *narma.Comm) error {
 		if c.Rank() == 1 {
 			return await(c, done)

@@ -1719,6 +1719,8 @@ func TestConcurrentGoroutinesPerRank(t *testing.T) {
 // waiting, with no way to give up, until the holder unlocks.
 func TestRequestBasedCallsDoNotBlock(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
+	// Goroutine ranks only: the ranks coordinate through held and release,
+	// which processes do not share.
 	runLocal(t, 2, func(c *narma.Comm) error {
 		ctx := c.Context()
 		w, err := allocPattern(c, 2, narma.Deferred)

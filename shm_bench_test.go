@@ -22,7 +22,8 @@ import (
 
 // TestMain lets the test binary serve as the rank processes of the
 // process benchmarks (BenchmarkShmPingPong, BenchmarkShmAllToAll) and of
-// TestProcessPeerDeath; the process tests of run come in through run.
+// TestProcessPeerDeath; runTests (ranktest.Main) runs the tests, those of
+// run's process jobs included.
 func TestMain(m *testing.M) {
 	if testjob.Call() == peerDeathCall {
 		if err := peerDeathRank(); err != nil {
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	runTests(m)
 }
 
 const benchCall = "bench-pingpong:"

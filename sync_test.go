@@ -352,6 +352,8 @@ func TestBlockingCallsHonourContext(t *testing.T) {
 			for _, how := range []string{"deadline", "cancel"} {
 				t.Run(fmt.Sprintf("%v/%s/%s", st, cc.name, how), func(t *testing.T) {
 					done := make(chan struct{})
+					// Goroutine ranks only: the peers wait on done, closed
+					// by rank 0, which processes do not share.
 					runLocal(t, n, func(c *narma.Comm) error {
 						w, err := narma.Allocate[int64](c.Context(), c, 2, narma.WithStrategy(st))
 						if err != nil {
