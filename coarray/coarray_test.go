@@ -5,17 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/narma-rma/narma"
+	"github.com/narma-rma/narma/internal/ranktest"
 )
 
+// TestMain lets the test binary serve as the rank processes of
+// runImages's process jobs (ranktest.Main).
+func TestMain(m *testing.M) { ranktest.Main(m) }
+
 // runImages runs fn on n images with a small heap, and finalizes them.
+// The job runs twice (ranktest.Run): with the images as goroutines, then
+// as processes.
 func runImages(t *testing.T, n int, fn func(ctx context.Context, im *Images) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err := narma.RunContext(ctx, n, func(c *narma.Comm) error {
+	runComm(t, n, func(c *narma.Comm) error {
 		ctx := c.Context()
 		im, err := Init(ctx, c, WithHeapSize(1<<16))
 		if err != nil {
@@ -26,9 +30,13 @@ func runImages(t *testing.T, n int, fn func(ctx context.Context, im *Images) err
 		}
 		return im.Finalize(ctx)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// runComm is runImages for tests that make their Images themselves: fn
+// gets the image's Comm.
+func runComm(t *testing.T, n int, fn func(c *narma.Comm) error) {
+	t.Helper()
+	ranktest.Run(t, n, fn)
 }
 
 // wantErr checks that err wraps target.
@@ -40,6 +48,8 @@ func wantErr(t *testing.T, what string, err, target error) {
 }
 
 func TestImagesAreZeroBased(t *testing.T) {
+	// seen counts the images of the goroutine run (rank processes do not
+	// share it); the checks inside the job hold in both runs.
 	seen := make([]int, 3)
 	runImages(t, 3, func(ctx context.Context, im *Images) error {
 		if im.NumImages() != 3 || im.Comm().Size() != 3 {

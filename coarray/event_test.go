@@ -608,9 +608,7 @@ func TestObjectsOfAnotherJob(t *testing.T) {
 }
 
 func TestInitRefusesBadSizes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := narma.RunContext(ctx, 2, func(c *narma.Comm) error {
+	runComm(t, 2, func(c *narma.Comm) error {
 		ctx := c.Context()
 		_, err := Init(ctx, c, WithHeapSize(1024*(1+c.Rank())))
 		wantErr(t, "Init with different heap sizes", err, narma.ErrCollective)
@@ -628,9 +626,6 @@ func TestInitRefusesBadSizes(t *testing.T) {
 		wantErr(t, "Init(nil)", err, narma.ErrInvalid)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestNilObjects(t *testing.T) {

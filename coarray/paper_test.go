@@ -219,7 +219,20 @@ func TestSyncP2P(t *testing.T) {
 					grid[i] = make([]float64, n)
 				}
 				runImages(t, np, func(ctx context.Context, im *Images) error {
-					return p2pParallel(ctx, im, m, n, iters, md, grid)
+					if err := p2pParallel(ctx, im, m, n, iters, md, grid); err != nil {
+						return err
+					}
+					// Each image checks its own columns too: images that
+					// are processes do not share grid.
+					me := im.ThisImage()
+					for i := range m {
+						for j := me * n / np; j < (me+1)*n/np; j++ {
+							if grid[i][j] != want[i][j] {
+								return fmt.Errorf("image %d: A(%d,%d) = %v, serial %v", me, i, j, grid[i][j], want[i][j])
+							}
+						}
+					}
+					return nil
 				})
 				for i := range m {
 					for j := range n {
@@ -362,7 +375,20 @@ func TestHaloExchange(t *testing.T) {
 		t.Run(md.String(), func(t *testing.T) {
 			grid := make([]float64, (nr+2)*w)
 			runImages(t, np, func(ctx context.Context, im *Images) error {
-				return haloParallel(ctx, im, r, nc, iters, md, grid)
+				if err := haloParallel(ctx, im, r, nc, iters, md, grid); err != nil {
+					return err
+				}
+				// Each image checks its own rows too: images that are
+				// processes do not share grid.
+				me := im.ThisImage()
+				for i := me*r + 1; i <= (me+1)*r; i++ {
+					for j := 1; j <= nc; j++ {
+						if got := grid[i*w+j]; got != want[i*w+j] {
+							return fmt.Errorf("image %d: T(%d,%d) = %v, serial %v", me, i, j, got, want[i*w+j])
+						}
+					}
+				}
+				return nil
 			})
 			for i := 1; i <= nr; i++ {
 				for j := 1; j <= nc; j++ {

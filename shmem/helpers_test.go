@@ -5,19 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/narma-rma/narma"
+	"github.com/narma-rma/narma/internal/ranktest"
 )
+
+// TestMain lets the test binary serve as the rank processes of run's
+// process jobs (ranktest.Main).
+func TestMain(m *testing.M) { ranktest.Main(m) }
 
 // run runs fn on n PEs, each with a World over a small heap, and
 // finalizes the Worlds. A rank's error fails the test; the job is bounded
-// by a timeout so that a bug shows as a failure, not a hang.
+// by a timeout so that a bug shows as a failure, not a hang. The job runs
+// twice (ranktest.Run): with the PEs as goroutines, then as processes.
 func run(t *testing.T, n int, fn func(ctx context.Context, w *World) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err := narma.RunContext(ctx, n, func(c *narma.Comm) error {
+	runComm(t, n, func(c *narma.Comm) error {
 		ctx := c.Context()
 		w, err := Init(ctx, c, WithHeapSize(1<<16))
 		if err != nil {
@@ -28,9 +31,13 @@ func run(t *testing.T, n int, fn func(ctx context.Context, w *World) error) {
 		}
 		return w.Finalize(ctx)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// runComm is run for tests that make their Worlds themselves: fn gets
+// the rank's Comm.
+func runComm(t *testing.T, n int, fn func(c *narma.Comm) error) {
+	t.Helper()
+	ranktest.Run(t, n, fn)
 }
 
 // alloc is Alloc that panics on error (Run turns the panic into the

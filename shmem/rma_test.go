@@ -16,7 +16,7 @@ func TestWorld(t *testing.T) {
 		}
 		return nil
 	})
-	err := narma.Run(2, func(c *narma.Comm) error {
+	runComm(t, 2, func(c *narma.Comm) error {
 		ctx := c.Context()
 		w, err := Init(ctx, c) // the default heap
 		if err != nil {
@@ -27,9 +27,6 @@ func TestWorld(t *testing.T) {
 		}
 		return w.Finalize(ctx)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Objects are symmetric (same address everywhere), line-aligned, zeroed,

@@ -149,6 +149,9 @@ func TestWaitCancel(t *testing.T) {
 		}
 		return nil
 	})
+	// Run's abort, with goroutine PEs only: the waiting PE's error comes
+	// back through a Go variable, and between processes a failed PE shows
+	// as a failed peer (narma.ErrPeer), not as an abort.
 	boom := errors.New("boom")
 	var waitErr error
 	err := narma.Run(2, func(c *narma.Comm) error {

@@ -5,18 +5,20 @@ import (
 	"errors"
 	"math"
 	"testing"
-	"time"
 
 	"github.com/narma-rma/narma"
+	"github.com/narma-rma/narma/internal/ranktest"
 )
 
+// TestMain lets the test binary serve as the rank processes of
+// runRanks's process jobs (ranktest.Main).
+func TestMain(m *testing.M) { ranktest.Main(m) }
+
+// runRanks runs fn on n ranks, twice (ranktest.Run): as goroutines, then
+// as processes. A rank's error, or a t.Errorf, fails the test.
 func runRanks(t *testing.T, n int, fn func(ctx context.Context, c *narma.Comm) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := narma.RunContext(ctx, n, func(c *narma.Comm) error { return fn(c.Context(), c) }); err != nil {
-		t.Fatal(err)
-	}
+	ranktest.Run(t, n, func(c *narma.Comm) error { return fn(c.Context(), c) })
 }
 
 func TestAllocIsSymmetricAndReused(t *testing.T) {
