@@ -154,6 +154,10 @@ func notifiedAllToAll(c *narma.Comm, rounds int) ([]int64, error) {
 				return nil, err
 			}
 		}
+		// Under the deferred strategy nothing is sent before a flush.
+		if err := w.FlushAll(ctx); err != nil {
+			return nil, err
+		}
 		if _, err := r.Wait(ctx); err != nil {
 			return nil, err
 		}

@@ -234,6 +234,10 @@ func (r *Request) testNotify(name string) (Status, bool, error) {
 		w.directReq = r
 		r.c.poller.PollNotices(w.direct)
 		w.directReq = nil
+		// Background delivery may have taken a notice from the
+		// transport between the inbox drain above and the poll (which
+		// then waited for it and found nothing): it is in the inbox now.
+		w.inbox.drainFor(&w.mq, r)
 	}
 	if r.matched < r.count {
 		if r.src == AnySource || !r.c.peerFailed(int(r.src)) {
