@@ -99,9 +99,11 @@ func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) err
 // stops polling pays a system call's latency on top), then yields the
 // processor between polls, to other processes too, for up to pollYield
 // (ranks that share a core run in turn instead of waiting for the
-// scheduler's tick), and then sleeps like any waiter, the transport's
-// background progress waking it. This is MPI libraries' policy of busy
-// polling, with their "yield when idle" when oversubscribed.
+// scheduler's tick), and then sleeps: on the transport's doorbell if it
+// is a transport.Sleeper (sleepWait), else like any waiter, the
+// transport's background progress waking it. This is MPI libraries'
+// policy of busy polling, with their "yield when idle" when
+// oversubscribed.
 const (
 	pollSpins = 64
 	pollSpin  = 50 * time.Microsecond
@@ -109,8 +111,8 @@ const (
 )
 
 // pollWait is the polling part of wait: it reports whether cond became
-// true (cond polls p itself if self); false means the caller should sleep (or ctx ended, or the job was
-// aborted: the sleep loop reports those).
+// true (cond polls p itself if self); false means the caller should sleep
+// (or ctx ended, or the job was aborted: the sleep loop reports those).
 func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond func() bool) bool {
 	var start time.Time
 	busy := true
