@@ -206,7 +206,8 @@ var (
 // transport drains them in the background as well, so handlers run even
 // if nobody polls; polling only makes delivery faster. The engine's
 // waiters poll while they spin, yield while they wait a little longer,
-// and call Park before they go to sleep.
+// and then sleep: on the transport's doorbell if it is also a Sleeper,
+// else on their own after calling Park.
 type Poller interface {
 	// Poll runs the handlers of whatever had arrived when it was called,
 	// on the calling goroutine, and reports whether it ran any. If
