@@ -1,0 +1,181 @@
+// Package bench holds the experiments of narmabench as library code: each
+// experiment is a function that every rank of a job runs, and that returns
+// the measurements on rank 0 as rows. The command cmd/narmabench runs the
+// experiments over goroutine ranks or under the launcher and formats the
+// rows (see WriteTable, WriteCSV and WriteJSON).
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/narma-rma/narma"
+)
+
+// Experiment is one experiment of the suite: a name to select it, the
+// variants it compares, and the function every rank of the job runs.
+type Experiment struct {
+	// Name selects the experiment on the command line, e.g. "pingpong".
+	Name string
+	// Summary is a one-line description, with the figure it reproduces.
+	Summary string
+	// Ranks is the number of ranks the experiment needs; 0 means any.
+	Ranks int
+	// Variants are the implementations the experiment compares, in the
+	// order of its output.
+	Variants []Variant
+	// Run runs the experiment on one rank of a job. Every rank calls it
+	// with the same Config; rank 0 returns the rows, the others nil.
+	Run func(c *narma.Comm, cfg Config) ([]Row, error)
+}
+
+// Variant is one implementation compared by an experiment.
+type Variant struct {
+	// Name selects the variant, e.g. "put-notify".
+	Name string
+	// Summary says how the variant synchronizes.
+	Summary string
+	// Unsound marks a variant that is not a correct program under the RMA
+	// model (a lower bound, not an alternative); tables mark it with a
+	// star and a footnote.
+	Unsound bool
+	// Classic marks the classic synchronization schemes that notified
+	// access is compared against.
+	Classic bool
+}
+
+// Label returns the variant's name as tables show it: with a star if it
+// is unsound.
+func (v Variant) Label() string {
+	if v.Unsound {
+		return v.Name + "*"
+	}
+	return v.Name
+}
+
+// Config selects what an experiment measures. The zero Config measures
+// every variant at the default sizes with the default repetitions.
+type Config struct {
+	// Sizes are the message sizes in bytes (multiples of 8); nil means
+	// DefaultSizes.
+	Sizes []int
+	// Variants are the names of the variants to measure, in the
+	// experiment's order whatever their order here; nil means all.
+	Variants []string
+	// Iters is the number of round trips per round; 0 chooses by size.
+	Iters int
+	// Rounds is the number of measured rounds, over which the median,
+	// minimum and maximum are taken; 0 means DefaultRounds.
+	Rounds int
+	// Warmup is the number of round trips each variant makes at each
+	// size before the measured rounds; 0 chooses by size, negative means
+	// none.
+	Warmup int
+	// Progress, if not nil, is called on rank 0 with a short description
+	// of what is being measured.
+	Progress func(msg string)
+	// Corrupt, if not nil, is called on every outgoing message after it
+	// was stamped, before it is sent; tests use it to check that each
+	// variant detects a message that did not arrive intact.
+	Corrupt func(variant string, msg []int64)
+}
+
+// DefaultSizes are the message sizes measured when Config.Sizes is nil:
+// 8 B to 1 MiB, as in the ping-pong figure of Belli and Hoefler.
+var DefaultSizes = []int{8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 1 << 20}
+
+// DefaultRounds is the number of measured rounds when Config.Rounds is 0.
+const DefaultRounds = 15
+
+// MaxSize is the largest message size an experiment accepts.
+const MaxSize = 256 << 20
+
+// Row is one measurement: one variant of one experiment at one size.
+// Times are half round trips (one message and the knowledge of its
+// arrival at the target), in nanoseconds, over the measured rounds.
+type Row struct {
+	Experiment string  `json:"experiment"`
+	Variant    string  `json:"variant"`
+	Bytes      int     `json:"bytes"`
+	Ranks      int     `json:"ranks"`
+	Iters      int     `json:"iters"`
+	Rounds     int     `json:"rounds"`
+	MedianNs   float64 `json:"median_ns"`
+	MinNs      float64 `json:"min_ns"`
+	MaxNs      float64 `json:"max_ns"`
+	MBps       float64 `json:"mb_per_s"` // Bytes per median half round trip, in 10^6 bytes per second
+	Unsound    bool    `json:"unsound"`  // the variant is not a correct RMA program
+}
+
+// Experiments returns the experiments of the suite, in the order `list`
+// shows them.
+func Experiments() []Experiment {
+	return []Experiment{PingPong()}
+}
+
+// Lookup returns the experiment called name.
+func Lookup(name string) (Experiment, bool) {
+	for _, e := range Experiments() {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Experiment{}, false
+}
+
+// Check reports whether cfg is valid for e: sizes in range and multiples
+// of 8, known variants, non-negative counts.
+func (e Experiment) Check(cfg Config) error {
+	for _, s := range cfg.Sizes {
+		if s < 8 || s > MaxSize || s%8 != 0 {
+			return fmt.Errorf("size %d: must be a multiple of 8 bytes from 8 B to %s", s, FormatSize(MaxSize))
+		}
+	}
+	for _, name := range cfg.Variants {
+		if !slices.ContainsFunc(e.Variants, func(v Variant) bool { return v.Name == name }) {
+			return fmt.Errorf("%s has no variant %q (variants: %s)", e.Name, name, strings.Join(e.variantNames(), ", "))
+		}
+	}
+	if cfg.Iters < 0 || cfg.Rounds < 0 {
+		return fmt.Errorf("iterations and rounds must not be negative")
+	}
+	return nil
+}
+
+func (e Experiment) variantNames() []string {
+	names := make([]string, len(e.Variants))
+	for i, v := range e.Variants {
+		names[i] = v.Name
+	}
+	return names
+}
+
+// selected returns the variants of e that cfg selects, in e's order.
+func (e Experiment) selected(cfg Config) []Variant {
+	if len(cfg.Variants) == 0 {
+		return e.Variants
+	}
+	var vs []Variant
+	for _, v := range e.Variants {
+		if slices.Contains(cfg.Variants, v.Name) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// summarize turns the per-round times of one variant and size into a row.
+func summarize(times []float64) (median, lo, hi float64) {
+	t := slices.Clone(times)
+	slices.Sort(t)
+	n := len(t)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	median = t[n/2]
+	if n%2 == 0 {
+		median = (t[n/2-1] + t[n/2]) / 2
+	}
+	return median, t[0], t[n-1]
+}
