@@ -16,6 +16,7 @@
 //	--variants L  variants to measure, e.g. put-notify,send-recv
 //	--iters N     round trips per round (default: by size)
 //	--rounds N    measured rounds; the table shows the median
+//	--strategy S  windows' synchronization: default, immediate or deferred
 //	--quick       a short run: fewer round trips and rounds
 //	--csv FILE    also write the rows as CSV ("-": to stdout, instead of the table)
 //	--json FILE   also write the rows as JSON ("-": to stdout, instead of the table)

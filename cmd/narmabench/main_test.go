@@ -46,6 +46,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"pingpong", "--variants", "put-notify,smoke-signal"}, `no variant "smoke-signal"`},
 		{[]string{"pingpong", "-n", "3"}, "needs exactly 2 ranks"},
 		{[]string{"pingpong", "--iters", "-1"}, "must not be negative"},
+		{[]string{"pingpong", "--strategy", "lazy"}, `--strategy "lazy"`},
 		{[]string{"pingpong", "--bogus"}, "flag provided but not defined"},
 		{[]string{"pingpong", "extra"}, "unexpected arguments"},
 	} {
@@ -61,7 +62,7 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	csvFile, jsonFile := filepath.Join(dir, "pp.csv"), filepath.Join(dir, "pp.json")
 	status, out, errs := narmabench("pingpong", "--sizes", "8,1K", "--variants", "put-notify,send-recv",
-		"--iters", "3", "--rounds", "1", "--csv", csvFile, "--json", jsonFile)
+		"--iters", "3", "--rounds", "1", "--strategy", "deferred", "--csv", csvFile, "--json", jsonFile)
 	if status != 0 {
 		t.Fatalf("status %d, stderr:\n%s", status, errs)
 	}

@@ -109,6 +109,7 @@ func parseFlags(e bench.Experiment, args []string, stderr io.Writer) (options, e
 	variants := fs.String("variants", "", "variants to measure, comma-separated (default all; see narmabench list)")
 	fs.IntVar(&o.cfg.Iters, "iters", 0, "round trips per round (default: by size)")
 	fs.IntVar(&o.cfg.Rounds, "rounds", 0, fmt.Sprintf("measured rounds (default %d)", bench.DefaultRounds))
+	strategy := fs.String("strategy", "default", "synchronization strategy of the windows: default (the transport's), immediate or deferred")
 	quick := fs.Bool("quick", false, "a short run: fewer round trips and rounds")
 	fs.StringVar(&o.csv, "csv", "", "write the rows as CSV to `file` (- for stdout)")
 	fs.StringVar(&o.json, "json", "", "write the rows as JSON to `file` (- for stdout)")
@@ -140,6 +141,16 @@ func parseFlags(e bench.Experiment, args []string, stderr io.Writer) (options, e
 		for _, v := range strings.Split(*variants, ",") {
 			o.cfg.Variants = append(o.cfg.Variants, strings.TrimSpace(v))
 		}
+	}
+	switch *strategy {
+	case "default":
+		o.cfg.Strategy = narma.StrategyDefault
+	case "immediate":
+		o.cfg.Strategy = narma.Immediate
+	case "deferred":
+		o.cfg.Strategy = narma.Deferred
+	default:
+		return o, fmt.Errorf("--strategy %q: want default, immediate or deferred", *strategy)
 	}
 	if *quick {
 		if o.cfg.Rounds == 0 {

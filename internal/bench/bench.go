@@ -72,6 +72,9 @@ type Config struct {
 	// size before the measured rounds; 0 chooses by size, negative means
 	// none.
 	Warmup int
+	// Strategy is the synchronization strategy of the experiment's
+	// windows; the zero value lets the transport choose.
+	Strategy narma.Strategy
 	// Progress, if not nil, is called on rank 0 with a short description
 	// of what is being measured.
 	Progress func(msg string)

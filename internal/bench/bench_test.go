@@ -47,10 +47,17 @@ func testVariants() []string {
 
 // TestPingPongVariants: every variant runs at 8 B and 4 KiB, checks each
 // of its messages, and yields one row per variant and size.
+// Both synchronization strategies.
 func TestPingPongVariants(t *testing.T) {
+	for _, st := range []narma.Strategy{narma.Immediate, narma.Deferred} {
+		t.Run(st.String(), func(t *testing.T) { testPingPongVariants(t, st) })
+	}
+}
+
+func testPingPongVariants(t *testing.T, st narma.Strategy) {
 	vs := testVariants()
 	sizes := []int{8, 4096}
-	rows, err := runJob(Config{Sizes: sizes, Variants: vs, Iters: 5, Rounds: 3, Warmup: 2})
+	rows, err := runJob(Config{Sizes: sizes, Variants: vs, Iters: 5, Rounds: 3, Warmup: 2, Strategy: st})
 	if err != nil {
 		t.Fatal(err)
 	}

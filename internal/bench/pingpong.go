@@ -120,7 +120,7 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	p := &pingPong{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), peer: 1 - c.Rank(),
 		flag: nmax, sig: nmax + 1, msg: make([]int64, nmax), in: make([]int64, nmax)}
 	// The window: the message area, put-flag's flag word, signal's word.
-	if p.w, err = narma.Allocate[int64](ctx, c, nmax+2); err != nil {
+	if p.w, err = narma.Allocate[int64](ctx, c, nmax+2, narma.WithStrategy(cfg.Strategy)); err != nil {
 		return nil, err
 	}
 	if err := p.w.SetCounters(ctx, 1); err != nil {
