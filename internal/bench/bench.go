@@ -20,6 +20,9 @@ type Experiment struct {
 	Name string
 	// Summary is a one-line description, with the figure it reproduces.
 	Summary string
+	// Measure says what the times of the rows measure, e.g. "half round
+	// trip" or "time per round"; tables print it in their title.
+	Measure string
 	// Ranks is the number of ranks the experiment needs; 0 means any.
 	Ranks int
 	// Variants are the implementations the experiment compares, in the

@@ -65,8 +65,8 @@ func ParseSizes(s string) ([]int, error) {
 }
 
 // WriteTable writes the rows of experiment e as an aligned text table:
-// one line per variant, one column per size, each cell the median half
-// round trip in nanoseconds; then, per size, the ratio of the best
+// one line per variant, one column per size, each cell the median time
+// (what e.Measure says) in nanoseconds; then, per size, the ratio of the best
 // classic variant to put-notify (above 1: notified access is faster),
 // and a footnote for unsound variants.
 func WriteTable(w io.Writer, e Experiment, rows []Row) error {
@@ -90,7 +90,11 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 		_, err := fmt.Fprintf(w, "%s: no measurements\n", e.Name)
 		return err
 	}
-	fmt.Fprintf(w, "%s: half round trip in ns, median of %d rounds\n\n", e.Name, rounds)
+	measure := e.Measure
+	if measure == "" {
+		measure = "time"
+	}
+	fmt.Fprintf(w, "%s: %s in ns, median of %d rounds\n\n", e.Name, measure, rounds)
 	// Right-aligned numbers; the variant names, padded to one width,
 	// stay left-aligned.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

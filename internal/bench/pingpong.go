@@ -63,6 +63,7 @@ func PingPong() Experiment {
 	return Experiment{
 		Name:     "pingpong",
 		Summary:  "ping-pong latency between two ranks, 8 B to 1 MiB (Belli & Hoefler, Fig. 3)",
+		Measure:  "half round trip",
 		Ranks:    2,
 		Variants: vs,
 		Run:      runPingPong,
