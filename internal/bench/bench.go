@@ -23,7 +23,8 @@ type Experiment struct {
 	// Measure says what the times of the rows measure, e.g. "half round
 	// trip" or "time per round"; tables print it in their title.
 	Measure string
-	// Ranks is the number of ranks the experiment needs; 0 means any.
+	// Ranks is the number of ranks the experiment needs; 0 means any
+	// number from 2.
 	Ranks int
 	// Variants are the implementations the experiment compares, in the
 	// order of its output.
@@ -61,12 +62,13 @@ func (v Variant) Label() string {
 // every variant at the default sizes with the default repetitions.
 type Config struct {
 	// Sizes are the message sizes in bytes (multiples of 8); nil means
-	// DefaultSizes.
+	// the experiment's default sizes (DefaultSizes for the ping-pong).
 	Sizes []int
 	// Variants are the names of the variants to measure, in the
 	// experiment's order whatever their order here; nil means all.
 	Variants []string
-	// Iters is the number of round trips per round; 0 chooses by size.
+	// Iters is the number of operations (round trips, exchange rounds,
+	// reductions) per measured round; 0 chooses by size.
 	Iters int
 	// Rounds is the number of measured rounds, over which the median,
 	// minimum and maximum are taken; 0 means DefaultRounds.
@@ -98,8 +100,9 @@ const DefaultRounds = 15
 const MaxSize = 256 << 20
 
 // Row is one measurement: one variant of one experiment at one size.
-// Times are half round trips (one message and the knowledge of its
-// arrival at the target), in nanoseconds, over the measured rounds.
+// Times are what the experiment's Measure names (a half round trip, the
+// time of an exchange round or of a reduction), in nanoseconds, over the
+// measured rounds.
 type Row struct {
 	Experiment string  `json:"experiment"`
 	Variant    string  `json:"variant"`
@@ -110,14 +113,14 @@ type Row struct {
 	MedianNs   float64 `json:"median_ns"`
 	MinNs      float64 `json:"min_ns"`
 	MaxNs      float64 `json:"max_ns"`
-	MBps       float64 `json:"mb_per_s"` // Bytes per median half round trip, in 10^6 bytes per second
+	MBps       float64 `json:"mb_per_s"` // bytes moved per rank per median time, as the experiment defines them, in 10^6 bytes per second
 	Unsound    bool    `json:"unsound"`  // the variant is not a correct RMA program
 }
 
 // Experiments returns the experiments of the suite, in the order `list`
 // shows them.
 func Experiments() []Experiment {
-	return []Experiment{PingPong()}
+	return []Experiment{PingPong(), TreeReduce(), AllToAll()}
 }
 
 // Lookup returns the experiment called name.
