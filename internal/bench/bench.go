@@ -120,7 +120,7 @@ type Row struct {
 // Experiments returns the experiments of the suite, in the order `list`
 // shows them.
 func Experiments() []Experiment {
-	return []Experiment{PingPong(), TreeReduce(), AllToAll()}
+	return []Experiment{PingPong(), Stencil(), TreeReduce(), AllToAll()}
 }
 
 // Lookup returns the experiment called name.
