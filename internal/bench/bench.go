@@ -23,6 +23,11 @@ type Experiment struct {
 	// Measure says what the times of the rows measure, e.g. "half round
 	// trip" or "time per round"; tables print it in their title.
 	Measure string
+	// Cell, if not nil, formats a row's table cell, and Unit names what
+	// it shows (tables then print no time ratios); by default a cell is
+	// the median time in ns.
+	Cell func(r Row) string
+	Unit string
 	// Ranks is the number of ranks the experiment needs; 0 means any
 	// number from 2.
 	Ranks int
@@ -115,12 +120,15 @@ type Row struct {
 	MaxNs      float64 `json:"max_ns"`
 	MBps       float64 `json:"mb_per_s"` // bytes moved per rank per median time, as the experiment defines them, in 10^6 bytes per second
 	Unsound    bool    `json:"unsound"`  // the variant is not a correct RMA program
+	// OverlapPct is, for the overlap experiment, the share of the
+	// communication time hidden behind computation, in percent.
+	OverlapPct float64 `json:"overlap_pct,omitempty"`
 }
 
 // Experiments returns the experiments of the suite, in the order `list`
 // shows them.
 func Experiments() []Experiment {
-	return []Experiment{PingPong(), Stencil(), TreeReduce(), AllToAll()}
+	return []Experiment{PingPong(), Overlap(), Stencil(), TreeReduce(), AllToAll(), FenceCost()}
 }
 
 // Lookup returns the experiment called name.

@@ -90,11 +90,14 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 		_, err := fmt.Fprintf(w, "%s: no measurements\n", e.Name)
 		return err
 	}
-	measure := e.Measure
+	measure, unit := e.Measure, "ns"
 	if measure == "" {
 		measure = "time"
 	}
-	fmt.Fprintf(w, "%s: %s in ns, median of %d rounds\n\n", e.Name, measure, rounds)
+	if e.Cell != nil {
+		unit = e.Unit
+	}
+	fmt.Fprintf(w, "%s: %s in %s, median of %d rounds\n\n", e.Name, measure, unit, rounds)
 	// Right-aligned numbers; the variant names, padded to one width,
 	// stay left-aligned.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -118,7 +121,9 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 		}
 		fmt.Fprintf(tw, "%-*s\t", width, v.Label())
 		for _, s := range sizes {
-			if r, ok := bySize[s]; ok {
+			if r, ok := bySize[s]; ok && e.Cell != nil {
+				fmt.Fprintf(tw, "%s\t", e.Cell(r))
+			} else if ok {
 				fmt.Fprintf(tw, "%.0f\t", r.MedianNs)
 			} else {
 				fmt.Fprint(tw, "-\t")
@@ -129,7 +134,7 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if notify, ok := cell["put-notify"]; ok {
+	if notify, ok := cell["put-notify"]; ok && e.Cell == nil {
 		header := false
 		for _, s := range sizes {
 			n, ok := notify[s]
@@ -162,7 +167,7 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 }
 
 // CSVHeader is the header line of WriteCSV, one name per column.
-var CSVHeader = []string{"experiment", "variant", "bytes", "ranks", "iters", "rounds", "median_ns", "min_ns", "max_ns", "mb_per_s", "unsound"}
+var CSVHeader = []string{"experiment", "variant", "bytes", "ranks", "iters", "rounds", "median_ns", "min_ns", "max_ns", "mb_per_s", "unsound", "overlap_pct"}
 
 // WriteCSV writes rows as CSV with the header CSVHeader.
 func WriteCSV(w io.Writer, rows []Row) error {
@@ -174,7 +179,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		rec := []string{r.Experiment, r.Variant, strconv.Itoa(r.Bytes), strconv.Itoa(r.Ranks),
 			strconv.Itoa(r.Iters), strconv.Itoa(r.Rounds), f(r.MedianNs), f(r.MinNs), f(r.MaxNs),
-			f(r.MBps), strconv.FormatBool(r.Unsound)}
+			f(r.MBps), strconv.FormatBool(r.Unsound), f(r.OverlapPct)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/narma-rma/narma"
@@ -52,8 +53,9 @@ var ovVariants = []ovVariant{
 // of the computation, 0 if nothing overlapped (below 0 if interleaving
 // them costs extra).
 //
-// A Row has no field for the share: it carries t_total in MedianNs,
-// MinNs and MaxNs, and the share in MBps.
+// A Row carries t_total in MedianNs, MinNs and MaxNs, the share in
+// OverlapPct, and the bytes exchanged per rank per t_total in MBps;
+// tables show the share.
 //
 // Messages alternate between two slots of the peer's window and carry a
 // stamp in their first and last words; every iteration checks the peer's.
@@ -65,7 +67,9 @@ func Overlap() Experiment {
 	return Experiment{
 		Name:     "overlap",
 		Summary:  "overlap of an exchange between two ranks with computation, 8 B to 1 MiB (Belli & Hoefler, Fig. 4a)",
-		Measure:  "share of communication hidden, in percent",
+		Measure:  "share of the communication hidden by computation",
+		Cell:     func(r Row) string { return strconv.FormatFloat(r.OverlapPct, 'f', 1, 64) },
+		Unit:     "percent",
 		Ranks:    2,
 		Variants: vs,
 		Run:      runOverlap,
@@ -208,7 +212,7 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 			med, lo, hi := summarize(total[i])
 			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: c.Size(),
 				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: OverlapShare(tComm, tComp, med), Unsound: v.Unsound})
+				MBps: float64(size) / med * 1e3, OverlapPct: OverlapShare(tComm, tComp, med), Unsound: v.Unsound})
 		}
 	}
 

@@ -56,7 +56,7 @@ func TestOverlapVariants(t *testing.T) {
 					if r.Experiment != "overlap" || r.Variant != v || r.Bytes != size || r.Ranks != 2 || r.Iters != 5 || r.Rounds != 3 || r.Unsound {
 						t.Errorf("row %+v, want overlap %s %d B, 2 ranks, 5 iters, 3 rounds", r, v, size)
 					}
-					if !(r.MinNs > 0 && r.MinNs <= r.MedianNs && r.MedianNs <= r.MaxNs) || math.IsNaN(r.MBps) || math.IsInf(r.MBps, 0) {
+					if !(r.MinNs > 0 && r.MinNs <= r.MedianNs && r.MedianNs <= r.MaxNs) || math.IsNaN(r.OverlapPct) || math.IsInf(r.OverlapPct, 0) {
 						t.Errorf("row %+v: times out of order or share not finite", r)
 					}
 				}
