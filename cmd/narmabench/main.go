@@ -5,6 +5,7 @@
 //	narmabench list                         # the experiments and their variants
 //	narmabench pingpong --quick             # ranks as goroutines in this process
 //	narmarun -n 2 narmabench pingpong       # ranks as processes, under the launcher
+//	narmabench all --plot plots/            # a quick run of every experiment, a summary, plots
 //
 // By default the ranks of the job are goroutines of this process (over the
 // in-process transport, or the one NARMA_TRANSPORT selects). Started by
@@ -16,11 +17,31 @@
 //	--variants L  variants to measure, e.g. put-notify,send-recv
 //	--iters N     round trips per round (default: by size)
 //	--rounds N    measured rounds; the table shows the median
+//	--warmup N    warm-up operations per size (default: by size; negative: none)
 //	--strategy S  windows' synchronization: default, immediate or deferred
 //	--quick       a short run: fewer round trips and rounds
 //	--csv FILE    also write the rows as CSV ("-": to stdout, instead of the table)
 //	--json FILE   also write the rows as JSON ("-": to stdout, instead of the table)
+//	--plot FILE   also plot the rows: median time against size, one line per variant
+//	              (the format follows the extension: .svg or .png)
 //	--timeout D   give up after D (default 10m)
+//
+// `narmabench all` runs every experiment one after the other, quickly by
+// default (--quick=false for the experiments' defaults), prints each
+// table as it ends and then a summary: per experiment and size, the ratio
+// of the best classic variant to put-notify (above 1: notified access is
+// faster). It takes the flags above but --variants, and:
+//
+//	-n N          ranks of the experiments that take any number (default 4);
+//	              the others run with the ranks they need
+//	--sound       leave out the unsound variants (the lower bounds)
+//	--csv, --json the rows of every experiment, in one file
+//	--plot DIR/   one plot per experiment, DIR/EXPERIMENT.svg (DIR: an existing
+//	              directory, or a name ending in /, which is created)
+//	--plot P.EXT  one plot per experiment, P-EXPERIMENT.EXT (P/.EXT: P/EXPERIMENT.EXT)
+//
+// Under narmarun, `all` runs the experiments that fit the job's number of
+// ranks and skips the others with a line on stderr.
 //
 // Every variant checks that each message arrived intact and fails the run
 // otherwise. The exit status is 0 on success, 1 if the run failed and 2

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,13 +43,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
+	case "all":
+		return runAllCommand(ctx, args[1:], stdout, stderr)
 	}
 	e, ok := bench.Lookup(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "narmabench: no experiment %q (see narmabench list)\n", args[0])
 		return exitUsage
 	}
-	o, err := parseFlags(e, args[1:], stderr)
+	o, err := parseFlags(e.Name, []bench.Experiment{e}, args[1:], stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -68,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: narmabench list")
 	fmt.Fprintln(w, "       narmabench EXPERIMENT [flags]   (narmabench EXPERIMENT -h for its flags)")
+	fmt.Fprintln(w, "       narmabench all [flags]          (a quick run of every experiment, and a summary)")
 	fmt.Fprintln(w, "       narmarun -n N narmabench EXPERIMENT [flags]")
 }
 
@@ -92,27 +97,55 @@ type options struct {
 	cfg      bench.Config
 	csv      string
 	json     string
+	plot     string
+	sound    bool
 	timeout  time.Duration
 }
 
-// parseFlags parses the flags of experiment e.
-func parseFlags(e bench.Experiment, args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("narmabench "+e.Name, flag.ContinueOnError)
+// parseFlags parses the flags of the command name, which runs the
+// experiments es: one experiment, or every one for `all`. For `all` the
+// default is a quick run on 4 ranks (for the experiments that take any
+// number of ranks) and there is no --variants flag.
+func parseFlags(name string, es []bench.Experiment, args []string, stderr io.Writer) (options, error) {
+	all := name == "all"
+	fs := flag.NewFlagSet("narmabench "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	defRanks := e.Ranks
-	if defRanks == 0 {
-		defRanks = 2
+	defRanks := 2
+	if all {
+		defRanks = 4
+	} else if es[0].Ranks > 0 {
+		defRanks = es[0].Ranks
 	}
-	fs.IntVar(&o.ranks, "n", defRanks, "number of ranks (as goroutines; under narmarun, the launcher's)")
-	sizes := fs.String("sizes", "", "message sizes, comma-separated, with optional K, M, G suffixes (default 8,64,512,4K,32K,256K,1M)")
-	variants := fs.String("variants", "", "variants to measure, comma-separated (default all; see narmabench list)")
-	fs.IntVar(&o.cfg.Iters, "iters", 0, "round trips per round (default: by size)")
+	ranksHelp := "number of ranks (as goroutines; under narmarun, the launcher's)"
+	if all {
+		ranksHelp = "number of ranks of the experiments that take any number (as goroutines; under narmarun, the launcher's)"
+	}
+	fs.IntVar(&o.ranks, "n", defRanks, ranksHelp)
+	sizesHelp := "message sizes, comma-separated, with optional K, M, G suffixes (default: the experiment's)"
+	if !all && es[0].Name == "pingpong" {
+		sizesHelp = "message sizes, comma-separated, with optional K, M, G suffixes (default 8,64,512,4K,32K,256K,1M)"
+	}
+	sizes := fs.String("sizes", "", sizesHelp)
+	variants := new(string)
+	if !all {
+		variants = fs.String("variants", "", "variants to measure, comma-separated (default all; see narmabench list)")
+	}
+	fs.IntVar(&o.cfg.Iters, "iters", 0, "operations per round (default: by size)")
+	fs.IntVar(&o.cfg.Warmup, "warmup", 0, "warm-up operations per size before the measured rounds (default: by size; negative: none)")
 	fs.IntVar(&o.cfg.Rounds, "rounds", 0, fmt.Sprintf("measured rounds (default %d)", bench.DefaultRounds))
 	strategy := fs.String("strategy", "default", "synchronization strategy of the windows: default (the transport's), immediate or deferred")
-	quick := fs.Bool("quick", false, "a short run: fewer round trips and rounds")
+	quick := fs.Bool("quick", all, "a short run: fewer operations and rounds")
 	fs.StringVar(&o.csv, "csv", "", "write the rows as CSV to `file` (- for stdout)")
 	fs.StringVar(&o.json, "json", "", "write the rows as JSON to `file` (- for stdout)")
+	plotHelp := "write a plot of the rows to `file` (.svg or .png)"
+	if all {
+		plotHelp = "write a plot per experiment: into `dir` (existing, or ending in /) as EXPERIMENT.svg, or for PREFIX.EXT as PREFIX-EXPERIMENT.EXT (EXT: .svg or .png)"
+	}
+	fs.StringVar(&o.plot, "plot", "", plotHelp)
+	if all {
+		fs.BoolVar(&o.sound, "sound", false, "leave out the unsound variants (the lower bounds that are not correct RMA programs)")
+	}
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "stop the run after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,8 +160,11 @@ func parseFlags(e bench.Experiment, args []string, stderr io.Writer) (options, e
 	if o.ranks < 1 {
 		return o, fmt.Errorf("-n %d: need at least one rank", o.ranks)
 	}
-	if e.Ranks > 0 && o.ranks != e.Ranks {
-		return o, fmt.Errorf("-n %d: %s needs exactly %d ranks", o.ranks, e.Name, e.Ranks)
+	if all && o.ranks < 2 {
+		return o, fmt.Errorf("-n %d: the experiments need at least 2 ranks", o.ranks)
+	}
+	if !all && es[0].Ranks > 0 && o.ranks != es[0].Ranks {
+		return o, fmt.Errorf("-n %d: %s needs exactly %d ranks", o.ranks, es[0].Name, es[0].Ranks)
 	}
 	if *sizes != "" {
 		s, err := bench.ParseSizes(*sizes)
@@ -166,13 +202,61 @@ func parseFlags(e bench.Experiment, args []string, stderr io.Writer) (options, e
 	if o.cfg.Rounds < 0 {
 		return o, fmt.Errorf("--rounds %d: must not be negative", o.cfg.Rounds)
 	}
-	if err := e.Check(o.cfg); err != nil {
-		return o, err
+	for _, e := range es {
+		if err := e.Check(o.cfg); err != nil {
+			return o, err
+		}
 	}
 	if o.csv != "" && o.csv == o.json && o.csv != "-" {
 		return o, fmt.Errorf("--csv and --json name the same file %q", o.csv)
 	}
+	if o.plot != "" {
+		if err := checkPlot(o.plot, all); err != nil {
+			return o, err
+		}
+	}
 	return o, nil
+}
+
+// checkPlot checks the --plot argument: a file with a plot format's
+// extension; for all, also a directory.
+func checkPlot(name string, all bool) error {
+	if all && isPlotDir(name) {
+		return nil
+	}
+	if ext := strings.ToLower(filepath.Ext(name)); !slices.Contains(bench.PlotFormats, ext) {
+		if all {
+			return fmt.Errorf("--plot %q: want a directory or a name ending in %s", name, strings.Join(bench.PlotFormats, " or "))
+		}
+		return fmt.Errorf("--plot %q: want a file name ending in %s", name, strings.Join(bench.PlotFormats, " or "))
+	}
+	return nil
+}
+
+// isPlotDir reports whether the --plot argument of all names a
+// directory: one that exists, or a name ending in a separator.
+func isPlotDir(name string) bool {
+	if strings.HasSuffix(name, "/") || strings.HasSuffix(name, string(filepath.Separator)) {
+		return true
+	}
+	st, err := os.Stat(name)
+	return err == nil && st.IsDir()
+}
+
+// plotFile returns the file of experiment e's plot for the --plot
+// argument name of all: DIR/EXPERIMENT.svg for a directory,
+// PREFIX-EXPERIMENT.EXT for PREFIX.EXT (EXPERIMENT.EXT if PREFIX is
+// empty or a directory, as in "plots/.png").
+func plotFile(name string, e bench.Experiment) string {
+	if isPlotDir(name) {
+		return filepath.Join(name, e.Name+".svg")
+	}
+	ext := filepath.Ext(name)
+	prefix := strings.TrimSuffix(name, ext)
+	if prefix == "" || strings.HasSuffix(prefix, "/") || strings.HasSuffix(prefix, string(filepath.Separator)) {
+		return prefix + e.Name + ext
+	}
+	return prefix + "-" + e.Name + ext
 }
 
 // runExperiment runs e as a job (goroutine ranks, or this process's rank
@@ -197,6 +281,11 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 	}
 	if err := writeFile(o.json, stdout, func(w io.Writer) error { return bench.WriteJSON(w, rows) }); err != nil {
 		return fmt.Errorf("--json: %w", err)
+	}
+	if o.plot != "" {
+		if err := bench.WritePlot(o.plot, e, rows); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
 	}
 	return nil
 }

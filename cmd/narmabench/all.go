@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/narma-rma/narma"
+	"github.com/narma-rma/narma/internal/bench"
+	"github.com/narma-rma/narma/internal/bootstrap"
+)
+
+// runAllCommand is `narmabench all`: it returns the exit status.
+func runAllCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	es := bench.Experiments()
+	o, err := parseFlags("all", es, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "narmabench all: %v\n", err)
+		return exitUsage
+	}
+	if err := runAll(ctx, es, o, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "narmabench all: %v\n", err)
+		if ue := (*usageError)(nil); errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitFail
+	}
+	return exitOK
+}
+
+// allJob runs the experiments of `all` one after the other, as goroutine
+// ranks or as this process's rank of the launcher's job.
+type allJob struct {
+	o        options
+	comm     *narma.Comm // under the launcher; nil for goroutine ranks
+	progress *progress
+}
+
+// ranks returns the number of ranks e runs with over goroutines.
+func (j *allJob) ranks(e bench.Experiment) int {
+	if e.Ranks > 0 {
+		return e.Ranks
+	}
+	return j.o.ranks
+}
+
+// skip returns why e does not fit the launcher's job, or "".
+func (j *allJob) skip(e bench.Experiment) string {
+	if j.comm == nil {
+		return ""
+	}
+	n := j.comm.Size()
+	switch {
+	case e.Ranks > 0 && n != e.Ranks:
+		return fmt.Sprintf("needs %d ranks, the job has %d", e.Ranks, n)
+	case e.Ranks == 0 && n < 2:
+		return fmt.Sprintf("needs at least 2 ranks, the job has %d", n)
+	}
+	return ""
+}
+
+// run runs e on every rank and returns rank 0's rows.
+func (j *allJob) run(ctx context.Context, e bench.Experiment) ([]bench.Row, error) {
+	cfg := j.o.cfg
+	cfg.Progress = j.progress.show
+	if j.o.sound {
+		cfg.Variants = nil
+		for _, v := range e.Variants {
+			if !v.Unsound {
+				cfg.Variants = append(cfg.Variants, v.Name)
+			}
+		}
+	}
+	defer j.progress.clear()
+	if j.comm != nil {
+		return e.Run(j.comm, cfg)
+	}
+	var rows []bench.Row
+	var mu sync.Mutex
+	err := narma.RunContext(ctx, j.ranks(e), func(c *narma.Comm) error {
+		r, err := e.Run(c, cfg)
+		if c.Rank() == 0 {
+			mu.Lock()
+			rows = r
+			mu.Unlock()
+		}
+		return err
+	})
+	return rows, err
+}
+
+// runAll runs every experiment of es that fits (a quick run unless the
+// flags say otherwise), writes each one's table as it ends, then the
+// summary of the ratios of the best classic variant to put-notify, and
+// the files of --csv, --json and --plot with the rows of every
+// experiment.
+func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stderr io.Writer) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	j := &allJob{o: o, progress: newProgress(stderr)}
+	_, launched, err := bootstrap.FromEnv()
+	if err != nil {
+		return err
+	}
+	root := true
+	if launched {
+		c, err := narma.Init(ctx)
+		if err != nil {
+			return err
+		}
+		if o.ranksSet && c.Size() != o.ranks {
+			c.Close()
+			return &usageError{fmt.Sprintf("the launcher's job has %d ranks, -n says %d", c.Size(), o.ranks)}
+		}
+		defer func() {
+			if cerr := c.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		j.comm, root = c, c.Rank() == 0
+	}
+	tables := root && o.csv != "-" && o.json != "-"
+	var all []bench.Row
+	var ratios []bench.Ratio
+	type plotted struct {
+		e    bench.Experiment
+		rows []bench.Row
+	}
+	var plots []plotted
+	for _, e := range es {
+		if why := j.skip(e); why != "" {
+			if root {
+				fmt.Fprintf(stderr, "narmabench all: skipping %s: %s\n", e.Name, why)
+			}
+			continue
+		}
+		rows, err := j.run(ctx, e)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Name, err)
+		}
+		if !root {
+			continue
+		}
+		if tables {
+			if err := bench.WriteTable(stdout, e, rows); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout)
+		}
+		all = append(all, rows...)
+		ratios = append(ratios, bench.Summarize(e, rows)...)
+		plots = append(plots, plotted{e, rows})
+	}
+	if !root {
+		return nil
+	}
+	if tables {
+		if err := bench.WriteSummary(stdout, ratios); err != nil {
+			return err
+		}
+	}
+	if err := writeFile(o.csv, stdout, func(w io.Writer) error { return bench.WriteCSV(w, all) }); err != nil {
+		return fmt.Errorf("--csv: %w", err)
+	}
+	if err := writeFile(o.json, stdout, func(w io.Writer) error { return bench.WriteJSON(w, all) }); err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	if o.plot != "" {
+		for _, p := range plots {
+			if len(p.rows) == 0 {
+				continue
+			}
+			file := plotFile(o.plot, p.e)
+			if err := os.MkdirAll(filepath.Dir(file), 0o777); err != nil {
+				return fmt.Errorf("--plot: %w", err)
+			}
+			if err := bench.WritePlot(file, p.e, p.rows); err != nil {
+				return fmt.Errorf("--plot: %w", err)
+			}
+		}
+	}
+	return nil
+}

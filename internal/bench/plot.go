@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// PlotFormats are the file extensions WritePlot accepts.
+var PlotFormats = []string{".svg", ".png"}
+
+// WritePlot writes a plot of the rows of experiment e to the file path:
+// x is the size in bytes (log2 axis), y the median time in nanoseconds
+// (log axis), one line per variant of e with a legend (unsound variants
+// labelled with a star), and the title is e's name and Measure. The
+// format follows path's extension, .svg or .png. Rows of other
+// experiments, and rows whose median is not positive, are left out; with
+// no row left, WritePlot fails and writes nothing.
+func WritePlot(path string, e Experiment, rows []Row) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if !slices.Contains(PlotFormats, ext) {
+		return fmt.Errorf("plot %s: unknown format %q (want %s)", path, ext, strings.Join(PlotFormats, " or "))
+	}
+	p := plot.New()
+	measure := e.Measure
+	if measure == "" {
+		measure = "time"
+	}
+	p.Title.Text = e.Name + ": " + measure
+	p.X.Label.Text = "size"
+	p.Y.Label.Text = "median " + measure + " (ns)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.TickerFunc(sizeTicks)
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+
+	lines := 0
+	for i, v := range e.Variants {
+		var xys plotter.XYs
+		for _, r := range rows {
+			if r.Experiment == e.Name && r.Variant == v.Name && r.Bytes > 0 && r.MedianNs > 0 {
+				xys = append(xys, plotter.XY{X: float64(r.Bytes), Y: r.MedianNs})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		l, s, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return fmt.Errorf("plot %s: %s: %w", path, v.Name, err)
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i)
+		s.Color = plotutil.Color(i)
+		s.Shape = plotutil.Shape(i)
+		p.Add(l, s)
+		p.Legend.Add(v.Label(), l, s)
+		lines++
+	}
+	if lines == 0 {
+		return fmt.Errorf("plot %s: %s has no measurements to plot", path, e.Name)
+	}
+	return p.Save(16*vg.Centimeter, 11*vg.Centimeter, path)
+}
+
+// sizeTicks marks the powers of two between lo and hi: labelled every
+// power of eight (more often on a narrow range), minor ticks between.
+func sizeTicks(lo, hi float64) []plot.Tick {
+	if lo <= 0 || hi < lo {
+		return nil
+	}
+	first := int(math.Floor(math.Log2(lo)))
+	last := int(math.Ceil(math.Log2(hi)))
+	step := 3
+	if last-first <= 4 {
+		step = 1
+	}
+	var ticks []plot.Tick
+	for k := max(first, 0); k <= last && k < 62; k++ {
+		v := math.Exp2(float64(k))
+		if v < lo || v > hi {
+			continue
+		}
+		t := plot.Tick{Value: v}
+		if k%step == 0 || step == 1 {
+			t.Label = FormatSize(int(v))
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
