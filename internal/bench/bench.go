@@ -23,11 +23,11 @@ type Experiment struct {
 	// Measure says what the times of the rows measure, e.g. "half round
 	// trip" or "time per round"; tables print it in their title.
 	Measure string
-	// Cell, if not nil, formats a row's table cell, and Unit names what
-	// it shows (tables then print no time ratios); by default a cell is
-	// the median time in ns.
-	Cell func(r Row) string
-	Unit string
+	// Value, if not nil, is what tables and plots show of a row instead
+	// of its median time in ns, and Unit names it (tables then print no
+	// time ratios, plots a linear axis).
+	Value func(r Row) float64
+	Unit  string
 	// Ranks is the number of ranks the experiment needs; 0 means any
 	// number from 2.
 	Ranks int

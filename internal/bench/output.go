@@ -94,7 +94,7 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	if measure == "" {
 		measure = "time"
 	}
-	if e.Cell != nil {
+	if e.Value != nil {
 		unit = e.Unit
 	}
 	fmt.Fprintf(w, "%s: %s in %s, median of %d rounds\n\n", e.Name, measure, unit, rounds)
@@ -121,8 +121,8 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 		}
 		fmt.Fprintf(tw, "%-*s\t", width, v.Label())
 		for _, s := range sizes {
-			if r, ok := bySize[s]; ok && e.Cell != nil {
-				fmt.Fprintf(tw, "%s\t", e.Cell(r))
+			if r, ok := bySize[s]; ok && e.Value != nil {
+				fmt.Fprintf(tw, "%.1f\t", e.Value(r))
 			} else if ok {
 				fmt.Fprintf(tw, "%.0f\t", r.MedianNs)
 			} else {
@@ -134,7 +134,7 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if notify, ok := cell["put-notify"]; ok && e.Cell == nil {
+	if notify, ok := cell["put-notify"]; ok && e.Value == nil {
 		header := false
 		for _, s := range sizes {
 			n, ok := notify[s]

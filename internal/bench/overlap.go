@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/narma-rma/narma"
@@ -68,7 +67,7 @@ func Overlap() Experiment {
 		Name:     "overlap",
 		Summary:  "overlap of an exchange between two ranks with computation, 8 B to 1 MiB (Belli & Hoefler, Fig. 4a)",
 		Measure:  "share of the communication hidden by computation",
-		Cell:     func(r Row) string { return strconv.FormatFloat(r.OverlapPct, 'f', 1, 64) },
+		Value:    func(r Row) float64 { return r.OverlapPct },
 		Unit:     "percent",
 		Ranks:    2,
 		Variants: vs,

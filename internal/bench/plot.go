@@ -39,8 +39,14 @@ func WritePlot(path string, e Experiment, rows []Row) error {
 	p.Y.Label.Text = "median " + measure + " (ns)"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.TickerFunc(sizeTicks)
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	value := func(r Row) float64 { return r.MedianNs }
+	if e.Value != nil {
+		value = e.Value
+		p.Y.Label.Text = measure + " (" + e.Unit + ")"
+	} else {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
@@ -49,8 +55,8 @@ func WritePlot(path string, e Experiment, rows []Row) error {
 	for i, v := range e.Variants {
 		var xys plotter.XYs
 		for _, r := range rows {
-			if r.Experiment == e.Name && r.Variant == v.Name && r.Bytes > 0 && r.MedianNs > 0 {
-				xys = append(xys, plotter.XY{X: float64(r.Bytes), Y: r.MedianNs})
+			if r.Experiment == e.Name && r.Variant == v.Name && r.Bytes > 0 && (e.Value != nil || r.MedianNs > 0) {
+				xys = append(xys, plotter.XY{X: float64(r.Bytes), Y: value(r)})
 			}
 		}
 		if len(xys) == 0 {
