@@ -128,7 +128,7 @@ type Row struct {
 // Experiments returns the experiments of the suite, in the order `list`
 // shows them.
 func Experiments() []Experiment {
-	return []Experiment{PingPong(), Overlap(), Stencil(), TreeReduce(), AllToAll(), FenceCost()}
+	return []Experiment{PingPong(), Overlap(), Stencil(), TreeReduce(), AllToAll(), Halo(), FenceCost()}
 }
 
 // Lookup returns the experiment called name.
