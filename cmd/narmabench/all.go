@@ -128,6 +128,12 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 		j.comm, root = c, c.Rank() == 0
 	}
 	tables := root && o.csv != "-" && o.json != "-"
+	if o.mpi && root {
+		if _, err := bench.FindMPI(); err != nil {
+			fmt.Fprintln(stderr, mpiSkipped) // once, not per experiment
+			o.mpi = false
+		}
+	}
 	var all []bench.Row
 	var ratios []bench.Ratio
 	type plotted struct {
@@ -148,6 +154,14 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 		}
 		if !root {
 			continue
+		}
+		if o.mpi {
+			mrows, err := runMPI(ctx, e, o, j.ranks(e), stderr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.Name, err)
+			}
+			rows = append(rows, mrows...)
+			e = bench.WithMPIVariants(e, rows)
 		}
 		if tables {
 			if err := bench.WriteTable(stdout, e, rows); err != nil {

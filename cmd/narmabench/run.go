@@ -99,6 +99,7 @@ type options struct {
 	json     string
 	plot     string
 	sound    bool
+	mpi      bool
 	timeout  time.Duration
 }
 
@@ -145,6 +146,9 @@ func parseFlags(name string, es []bench.Experiment, args []string, stderr io.Wri
 	fs.StringVar(&o.plot, "plot", "", plotHelp)
 	if all {
 		fs.BoolVar(&o.sound, "sound", false, "leave out the unsound variants (the lower bounds that are not correct RMA programs)")
+	}
+	if all || es[0].Name == "pingpong" || es[0].Name == "stencil" {
+		fs.BoolVar(&o.mpi, "mpi", false, "also run the MPI reference programs of bench/mpi (pingpong, stencil) with mpicc and mpirun, if installed")
 	}
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "stop the run after this long")
 	if err := fs.Parse(args); err != nil {
@@ -270,6 +274,18 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 	progress.clear()
 	if err != nil || !root {
 		return err
+	}
+	if o.mpi {
+		ranks := o.ranks
+		if e.Ranks > 0 {
+			ranks = e.Ranks
+		}
+		mrows, err := runMPI(ctx, e, o, ranks, stderr)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, mrows...)
+		e = bench.WithMPIVariants(e, rows)
 	}
 	if o.csv != "-" && o.json != "-" {
 		if err := bench.WriteTable(stdout, e, rows); err != nil {

@@ -1,0 +1,215 @@
+/*
+ * pingpong.c: the MPI reference of narmabench's experiment 1, the
+ * ping-pong latency between two ranks (Belli and Hoefler, Fig. 3), with
+ * the classic variants of internal/bench/pingpong.go:
+ *
+ *   mpi-send-recv  MPI_Send and MPI_Recv
+ *   mpi-put-flag   in an MPI_Win_lock_all epoch: MPI_Put, MPI_Win_flush,
+ *                  MPI_Fetch_and_op (MPI_REPLACE) of the stamp into the
+ *                  target's flag word, MPI_Win_flush; the target polls its
+ *                  flag with MPI_Fetch_and_op (MPI_NO_OP) and MPI_Win_flush
+ *   mpi-pscw       MPI_Put in MPI_Win_start/complete; the target keeps its
+ *                  window posted (MPI_Win_post/wait)
+ *   mpi-fence      MPI_Put between two MPI_Win_fence
+ *
+ * Usage: mpirun -np 2 pingpong [-i ITERS] [-r ROUNDS] [-w WARMUP] SIZE...
+ * (sizes in bytes, multiples of 8). For each size, a warm-up, then ROUNDS
+ * rounds of ITERS round trips of every variant in turn; rank 0 prints one
+ * CSV line per variant and size with the median half round trip in ns.
+ * Every message carries a stamp in its first and last words, which the
+ * target checks; a wrong one aborts the run.
+ */
+#include "common.h"
+
+static int me, peer;
+static int64_t *msg, *in, *base; /* outgoing, send-recv's incoming, the window */
+static long nmax;                 /* words of the message area; the flag follows */
+static MPI_Win win;
+static MPI_Group gpeer;
+static int64_t stamps;
+
+static void stamp(int64_t *m, long n, int64_t s)
+{
+	m[0] = s;
+	m[n - 1] = s;
+}
+
+static void check(const int64_t *m, long n, int64_t s, const char *variant)
+{
+	if (m[0] != s || m[n - 1] != s) {
+		fprintf(stderr, "pingpong %s: message %lld arrived with first word %lld and last word %lld: data not delivered\n",
+			variant, (long long)s, (long long)m[0], (long long)m[n - 1]);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+}
+
+/* send-recv */
+static void sr_send(long n, int64_t s) { stamp(msg, n, s); MPI_Send(msg, n, MPI_INT64_T, peer, 1, MPI_COMM_WORLD); }
+static void sr_recv(long n, int64_t s)
+{
+	MPI_Recv(in, n, MPI_INT64_T, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	check(in, n, s, "mpi-send-recv");
+}
+
+/* put-flag */
+static void flag_open(void) { MPI_Win_lock_all(0, win); }
+static void flag_close(void) { MPI_Win_unlock_all(win); }
+static void flag_send(long n, int64_t s)
+{
+	int64_t old;
+	stamp(msg, n, s);
+	MPI_Put(msg, n, MPI_INT64_T, peer, 0, n, MPI_INT64_T, win);
+	MPI_Win_flush(peer, win);
+	MPI_Fetch_and_op(&s, &old, MPI_INT64_T, peer, nmax, MPI_REPLACE, win);
+	MPI_Win_flush(peer, win);
+}
+static void flag_recv(long n, int64_t s)
+{
+	int64_t v = 0;
+	for (;;) {
+		MPI_Fetch_and_op(NULL, &v, MPI_INT64_T, me, nmax, MPI_NO_OP, win);
+		MPI_Win_flush(me, win);
+		if (v == s)
+			break;
+	}
+	MPI_Win_sync(win);
+	check(base, n, s, "mpi-put-flag");
+}
+
+/* pscw */
+static void pscw_open(void) { MPI_Win_post(gpeer, 0, win); }
+static void pscw_send(long n, int64_t s)
+{
+	stamp(msg, n, s);
+	MPI_Win_start(gpeer, 0, win);
+	MPI_Put(msg, n, MPI_INT64_T, peer, 0, n, MPI_INT64_T, win);
+	MPI_Win_complete(win);
+}
+static void pscw_recv(long n, int64_t s)
+{
+	MPI_Win_wait(win);
+	check(base, n, s, "mpi-pscw");
+	MPI_Win_post(gpeer, 0, win);
+}
+/* An empty access epoch ends the peer's exposure epoch still posted. */
+static void pscw_close(void)
+{
+	MPI_Win_start(gpeer, 0, win);
+	MPI_Win_complete(win);
+	MPI_Win_wait(win);
+}
+
+/* fence */
+static void fence_open(void) { MPI_Win_fence(MPI_MODE_NOPRECEDE, win); }
+static void fence_close(void) { MPI_Win_fence(MPI_MODE_NOSUCCEED, win); }
+static void fence_send(long n, int64_t s)
+{
+	stamp(msg, n, s);
+	MPI_Put(msg, n, MPI_INT64_T, peer, 0, n, MPI_INT64_T, win);
+	MPI_Win_fence(0, win);
+}
+static void fence_recv(long n, int64_t s)
+{
+	MPI_Win_fence(0, win);
+	check(base, n, s, "mpi-fence");
+}
+
+struct variant {
+	const char *name;
+	void (*open)(void);
+	void (*send)(long n, int64_t s);
+	void (*recv)(long n, int64_t s);
+	void (*close)(void);
+};
+
+static const struct variant variants[] = {
+	{"mpi-send-recv", NULL, sr_send, sr_recv, NULL},
+	{"mpi-fence", fence_open, fence_send, fence_recv, fence_close},
+	{"mpi-pscw", pscw_open, pscw_send, pscw_recv, pscw_close},
+	{"mpi-put-flag", flag_open, flag_send, flag_recv, flag_close},
+};
+#define NVARIANTS (int)(sizeof variants / sizeof variants[0])
+
+/* measure runs iters round trips of n words with v; it returns rank 0's
+ * time in ns. */
+static double measure(const struct variant *v, long n, int iters)
+{
+	if (v->open)
+		v->open();
+	MPI_Barrier(MPI_COMM_WORLD);
+	double t0 = MPI_Wtime();
+	for (int i = 0; i < iters; i++) {
+		int64_t ping = stamps + 1, pong = stamps + 2;
+		stamps += 2;
+		if (me == 0) {
+			v->send(n, ping);
+			v->recv(n, pong);
+		} else {
+			v->recv(n, ping);
+			v->send(n, pong);
+		}
+	}
+	double t = MPI_Wtime() - t0;
+	if (v->close)
+		v->close();
+	return t * 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int np;
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &me);
+	MPI_Comm_size(MPI_COMM_WORLD, &np);
+	if (np != 2)
+		die("pingpong needs 2 ranks");
+	parse_options(argc, argv, &o, 256L << 20);
+	peer = 1 - me;
+	nmax = 0;
+	for (int i = 0; i < o.nsizes; i++)
+		if (o.sizes[i] / 8 > nmax)
+			nmax = o.sizes[i] / 8;
+	msg = calloc(nmax, 8);
+	in = calloc(nmax, 8);
+	if (!msg || !in)
+		die("out of memory");
+	MPI_Win_allocate((nmax + 1) * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+	memset(base, 0, (nmax + 1) * 8);
+	MPI_Group world;
+	MPI_Comm_group(MPI_COMM_WORLD, &world);
+	MPI_Group_incl(world, 1, &peer, &gpeer);
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (me == 0)
+		header();
+
+	double *times = malloc(sizeof(double) * NVARIANTS * o.rounds);
+	for (int si = 0; si < o.nsizes; si++) {
+		long size = o.sizes[si], n = size / 8;
+		int iters = o.iters;
+		if (iters == 0) {
+			long k = (4L << 20) / size;
+			iters = k < 10 ? 10 : k > 1000 ? 1000 : (int)k;
+		}
+		int warm = o.warmup;
+		if (warm == 0)
+			warm = iters / 10 > 2 ? iters / 10 : 2;
+		for (int vi = 0; warm > 0 && vi < NVARIANTS; vi++)
+			measure(&variants[vi], n, warm);
+		/* Rounds of every variant in turn, so that drift hits all alike. */
+		for (int r = 0; r < o.rounds; r++)
+			for (int vi = 0; vi < NVARIANTS; vi++)
+				times[vi * o.rounds + r] = measure(&variants[vi], n, iters) / (2.0 * iters);
+		for (int vi = 0; me == 0 && vi < NVARIANTS; vi++)
+			row("pingpong", variants[vi].name, size, np, iters, o.rounds,
+			    &times[vi * o.rounds], (double)size);
+	}
+	free(times);
+	MPI_Group_free(&gpeer);
+	MPI_Group_free(&world);
+	MPI_Win_free(&win);
+	free(msg);
+	free(in);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/narma-rma/narma/internal/bench"
+)
+
+// mpiSkipped is the line --mpi prints on stderr when there is no MPI.
+const mpiSkipped = "narmabench: MPI not found (mpicc/mpirun): skipping the MPI reference programs"
+
+// runMPI runs the MPI reference program of e (bench/mpi), for --mpi: it
+// compiles it with mpicc into a temporary directory, runs it with mpirun
+// on ranks ranks with o's sizes, iterations, rounds and warm-up, and
+// returns its rows, whose variants begin with "mpi-". Without mpicc or
+// mpirun, or if the sources are not found (they are looked up in the
+// checkout, see bench.MPISourceDir), or if e has no reference program, it
+// says so in one line on stderr and returns no rows.
+func runMPI(ctx context.Context, e bench.Experiment, o options, ranks int, stderr io.Writer) ([]bench.Row, error) {
+	prog, ok := bench.MPIPrograms[e.Name]
+	if !ok {
+		return nil, nil
+	}
+	m, err := bench.FindMPI()
+	if errors.Is(err, bench.ErrNoMPI) {
+		fmt.Fprintln(stderr, mpiSkipped)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	src, err := bench.MPISourceDir(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "narmabench: %v: skipping the MPI reference programs\n", err)
+		return nil, nil
+	}
+	dir, err := os.MkdirTemp("", "narmabench-mpi-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	exe, err := m.Build(ctx, src, dir, prog)
+	if err != nil {
+		return nil, err
+	}
+	sizes := o.cfg.Sizes
+	if len(sizes) == 0 {
+		sizes = bench.DefaultSizes
+		if e.Name == "stencil" {
+			sizes = bench.DefaultStencilSizes
+		}
+	}
+	rows, err := m.RunProgram(ctx, exe, ranks, bench.MPIArgs(o.cfg, sizes))
+	if err != nil {
+		return nil, fmt.Errorf("MPI reference: %w", err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MPIPrefix begins the names of the variants measured by the MPI
+// reference programs of bench/mpi, e.g. "mpi-send-recv".
+const MPIPrefix = "mpi-"
+
+// MPIPrograms maps the experiments that have an MPI reference program to
+// the program's name in bench/mpi (its source is NAME.c).
+var MPIPrograms = map[string]string{"pingpong": "pingpong", "stencil": "stencil"}
+
+// ErrNoMPI is returned by FindMPI when mpicc or mpirun is not on PATH.
+var ErrNoMPI = errors.New("MPI not found (mpicc/mpirun)")
+
+// ParseMPICSV parses the output of an MPI reference program: CSV lines in
+// the column order of CSVHeader. The header line, empty lines and lines
+// beginning with '#' are skipped; any other line that is not a row, e.g.
+// with a wrong number of fields or a bad number, is an error.
+func ParseMPICSV(r io.Reader) ([]Row, error) {
+	var rows []Row
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	header := strings.Join(CSVHeader, ",")
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text == header || strings.HasPrefix(text, "#") {
+			continue
+		}
+		rec, err := csv.NewReader(strings.NewReader(text)).Read()
+		if err != nil {
+			return nil, fmt.Errorf("MPI output line %d: %w", line, err)
+		}
+		row, err := parseMPIRecord(rec)
+		if err != nil {
+			return nil, fmt.Errorf("MPI output line %d %q: %w", line, text, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, sc.Err()
+}
+
+func parseMPIRecord(rec []string) (Row, error) {
+	if len(rec) != len(CSVHeader) {
+		return Row{}, fmt.Errorf("%d fields, want %d (%s)", len(rec), len(CSVHeader), strings.Join(CSVHeader, ","))
+	}
+	r := Row{Experiment: rec[0], Variant: rec[1]}
+	if r.Experiment == "" || r.Variant == "" {
+		return Row{}, errors.New("empty experiment or variant")
+	}
+	ints := []*int{&r.Bytes, &r.Ranks, &r.Iters, &r.Rounds}
+	for i, p := range ints {
+		v, err := strconv.Atoi(rec[2+i])
+		if err != nil || v < 0 {
+			return Row{}, fmt.Errorf("%s: bad count %q", CSVHeader[2+i], rec[2+i])
+		}
+		*p = v
+	}
+	floats := []*float64{&r.MedianNs, &r.MinNs, &r.MaxNs, &r.MBps}
+	for i, p := range floats {
+		v, err := strconv.ParseFloat(rec[6+i], 64)
+		if err != nil || v < 0 {
+			return Row{}, fmt.Errorf("%s: bad number %q", CSVHeader[6+i], rec[6+i])
+		}
+		*p = v
+	}
+	u, err := strconv.ParseBool(rec[10])
+	if err != nil {
+		return Row{}, fmt.Errorf("unsound: bad boolean %q", rec[10])
+	}
+	r.Unsound = u
+	if r.OverlapPct, err = strconv.ParseFloat(rec[11], 64); err != nil {
+		return Row{}, fmt.Errorf("overlap_pct: bad number %q", rec[11])
+	}
+	return r, nil
+}
+
+// WithMPIVariants returns e with a Variant appended for every variant of
+// the rows of e that begins with MPIPrefix and that e does not know, in
+// the rows' order, so that WriteTable and WritePlot show them. They are
+// not Classic: the ratios of the tables stay between narma's variants.
+func WithMPIVariants(e Experiment, rows []Row) Experiment {
+	vs := slices.Clone(e.Variants)
+	for _, r := range rows {
+		if r.Experiment != e.Name || !strings.HasPrefix(r.Variant, MPIPrefix) ||
+			slices.ContainsFunc(vs, func(v Variant) bool { return v.Name == r.Variant }) {
+			continue
+		}
+		vs = append(vs, Variant{Name: r.Variant, Unsound: r.Unsound,
+			Summary: "the MPI reference program (bench/mpi) for " + strings.TrimPrefix(r.Variant, MPIPrefix)})
+	}
+	e.Variants = vs
+	return e
+}
+
+// MPI is an installed MPI: the paths of its compiler wrapper and
+// launcher.
+type MPI struct {
+	CC, Run string
+	// OpenMPI reports whether mpirun is Open MPI's, which needs
+	// --allow-run-as-root and --oversubscribe to run as root or on more
+	// ranks than cores.
+	OpenMPI bool
+}
+
+// FindMPI looks for mpicc and mpirun on PATH; it returns ErrNoMPI if
+// either is missing.
+func FindMPI() (*MPI, error) {
+	cc, err1 := exec.LookPath("mpicc")
+	run, err2 := exec.LookPath("mpirun")
+	if err1 != nil || err2 != nil {
+		return nil, ErrNoMPI
+	}
+	m := &MPI{CC: cc, Run: run}
+	out, _ := exec.Command(run, "--version").CombinedOutput()
+	m.OpenMPI = bytes.Contains(bytes.ToLower(out), []byte("open mpi")) || bytes.Contains(out, []byte("OpenRTE"))
+	return m, nil
+}
+
+// MPISourceDir finds the directory bench/mpi with the C sources of the
+// reference programs: first under the module root that `go env GOMOD`
+// names (when run inside the checkout), then relative to this source file
+// as it was compiled (for `go run` and binaries built in the checkout). It
+// returns an error if neither holds pingpong.c.
+func MPISourceDir(ctx context.Context) (string, error) {
+	var dirs []string
+	if out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output(); err == nil {
+		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
+			dirs = append(dirs, filepath.Join(filepath.Dir(mod), "bench", "mpi"))
+		}
+	}
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		dirs = append(dirs, filepath.Join(filepath.Dir(file), "..", "..", "bench", "mpi"))
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "pingpong.c")); err == nil {
+			return filepath.Clean(d), nil
+		}
+	}
+	return "", errors.New("sources of the MPI reference programs (bench/mpi) not found: run narmabench inside the narma checkout")
+}
+
+// Build compiles the program prog (e.g. "pingpong") of the source
+// directory src with mpicc -O2 into the directory out and returns the
+// executable's path.
+func (m *MPI) Build(ctx context.Context, src, out, prog string) (string, error) {
+	exe := filepath.Join(out, prog)
+	cmd := exec.CommandContext(ctx, m.CC, "-O2", "-o", exe, filepath.Join(src, prog+".c"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("mpicc %s.c: %w\n%s", prog, err, b)
+	}
+	return exe, nil
+}
+
+// MPIArgs returns the command-line arguments of a reference program for
+// cfg at sizes: -i ITERS -r ROUNDS -w WARMUP SIZE...
+func MPIArgs(cfg Config, sizes []int) []string {
+	rounds := cfg.Rounds
+	if rounds == 0 {
+		rounds = DefaultRounds
+	}
+	args := []string{"-i", strconv.Itoa(cfg.Iters), "-r", strconv.Itoa(rounds), "-w", strconv.Itoa(cfg.Warmup)}
+	for _, s := range sizes {
+		args = append(args, strconv.Itoa(s))
+	}
+	return args
+}
+
+// RunProgram runs the executable exe on np ranks with mpirun and returns
+// the rows it printed. With Open MPI it adds --allow-run-as-root when
+// running as root and --oversubscribe when np exceeds the cores.
+func (m *MPI) RunProgram(ctx context.Context, exe string, np int, args []string) ([]Row, error) {
+	margs := []string{"-np", strconv.Itoa(np)}
+	if m.OpenMPI {
+		if os.Geteuid() == 0 {
+			margs = append(margs, "--allow-run-as-root")
+		}
+		if os.Geteuid() == 0 || np > runtime.NumCPU() {
+			margs = append(margs, "--oversubscribe")
+		}
+	}
+	margs = append(margs, exe)
+	margs = append(margs, args...)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, m.Run, margs...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("mpirun %s: %w\n%s", filepath.Base(exe), err, strings.TrimSpace(stderr.String()))
+	}
+	return ParseMPICSV(&stdout)
+}
