@@ -28,6 +28,9 @@ type Experiment struct {
 	// time ratios, plots a linear axis).
 	Value func(r Row) float64
 	Unit  string
+	// Params marks an experiment whose rows are parameters, not times by
+	// size (LogGP): tables list them one per line.
+	Params bool
 	// Ranks is the number of ranks the experiment needs; 0 means any
 	// number from 2.
 	Ranks int
@@ -128,7 +131,7 @@ type Row struct {
 // Experiments returns the experiments of the suite, in the order `list`
 // shows them.
 func Experiments() []Experiment {
-	return []Experiment{PingPong(), Overlap(), Stencil(), TreeReduce(), AllToAll(), Halo(), FenceCost()}
+	return []Experiment{PingPong(), Overlap(), Stencil(), TreeReduce(), Cholesky(), AllToAll(), Halo(), FenceCost(), LogGP()}
 }
 
 // Lookup returns the experiment called name.

@@ -70,6 +70,9 @@ func ParseSizes(s string) ([]int, error) {
 // classic variant to put-notify (above 1: notified access is faster),
 // and a footnote for unsound variants.
 func WriteTable(w io.Writer, e Experiment, rows []Row) error {
+	if e.Params {
+		return writeParams(w, e, rows)
+	}
 	var sizes []int
 	cell := map[string]map[int]Row{}
 	rounds := 0
@@ -196,4 +199,34 @@ func WriteJSON(w io.Writer, rows []Row) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rows)
+}
+
+// writeParams is WriteTable for a parameter experiment: one line per
+// row, with the value (e.Value, else the median time), where it was
+// measured, and its range over the rounds.
+func writeParams(w io.Writer, e Experiment, rows []Row) error {
+	value := func(r Row) float64 { return r.MedianNs }
+	if e.Value != nil {
+		value = e.Value
+	}
+	fmt.Fprintf(w, "%s: %s, median of the rounds\n\n", e.Name, e.Measure)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "parameter\tvalue\tmeasured at\tmin\tmax\t")
+	n := 0
+	for _, r := range rows {
+		if r.Experiment != e.Name {
+			continue
+		}
+		at := "-"
+		if r.Bytes > 0 {
+			at = FormatSize(r.Bytes)
+		}
+		fmt.Fprintf(tw, "%s\t%.4g\t%s\t%.4g\t%.4g\t\n", r.Variant, value(r), at, r.MinNs, r.MaxNs)
+		n++
+	}
+	if n == 0 {
+		_, err := fmt.Fprintf(w, "%s: no measurements\n", e.Name)
+		return err
+	}
+	return tw.Flush()
 }
