@@ -46,16 +46,12 @@ var DefaultAllToAllSizes = []int{8, 64, 512, 4 << 10, 16 << 10, 64 << 10}
 // words, and every rank checks all the blocks it received after each
 // round.
 func AllToAll() Experiment {
-	vs := make([]Variant, len(a2aVariants))
-	for i, v := range a2aVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "alltoall",
 		Summary:  "all-to-all exchange, bandwidth per rank, 8 B to 64 KiB blocks (Dinan et al., OpenSHMEM counting puts, Fig. 4)",
 		Measure:  "time per round",
 		Ranks:    0,
-		Variants: vs,
+		Variants: tableVariants(a2aVariants),
 		Run:      runAllToAll,
 	}
 }
@@ -154,36 +150,16 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		if warm > 0 {
-			a.progress("alltoall %s: warm-up", FormatSize(size))
-			for _, v := range variants {
-				if _, err := a.measure(v, n, warm); err != nil {
-					return nil, err
-				}
-			}
-		}
-		// Rounds of every variant in turn, so that the machine's drift
-		// hits every variant alike.
-		times := make([][]float64, len(variants))
-		for round := 0; round < rounds; round++ {
-			a.progress("alltoall %s: round %d/%d", FormatSize(size), round+1, rounds)
-			for i, v := range variants {
-				d, err := a.measure(v, n, iters)
-				if err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], float64(d.Nanoseconds())/float64(iters))
-			}
+		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
+			a.progress, fmt.Sprintf("alltoall %s", FormatSize(size)),
+			func(v a2aVariant, iters int) (time.Duration, error) { return a.measure(v, n, iters) })
+		if err != nil {
+			return nil, err
 		}
 		if a.me != 0 {
 			continue
 		}
-		for i, v := range variants {
-			med, lo, hi := summarize(times[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: np,
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(size*(np-1)) / med * 1e3, Unsound: v.Unsound})
-		}
+		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(size*(np-1)))
 	}
 
 	for _, r := range a.reqs {
@@ -201,9 +177,7 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 }
 
 func (a *allToAll) progress(format string, args ...any) {
-	if a.me == 0 && a.cfg.Progress != nil {
-		a.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(a.cfg, a.me, format, args...)
 }
 
 // measure runs iters rounds of exchange of n-word blocks with variant v

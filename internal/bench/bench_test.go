@@ -7,78 +7,23 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"github.com/narma-rma/narma"
 )
-
-// runJob runs the ping-pong over two goroutine ranks and returns rank 0's
-// rows.
-func runJob(cfg Config) ([]Row, error) {
-	var rows []Row
-	err := narma.Run(2, func(c *narma.Comm) error {
-		r, err := PingPong().Run(c, cfg)
-		if c.Rank() == 0 {
-			rows = r
-		} else if r != nil {
-			return errorString("rank 1 returned rows")
-		}
-		return err
-	})
-	return rows, err
-}
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
-// testVariants returns the variants the tests run: all of them, but the
-// racy unsync under the race detector.
-func testVariants() []string {
-	var vs []string
-	for _, v := range PingPong().Variants {
-		if !(v.Unsound && raceEnabled) {
-			vs = append(vs, v.Name)
-		}
-	}
-	return vs
-}
 
 // TestPingPongVariants: every variant runs at 8 B and 4 KiB, checks each
 // of its messages, and yields one row per variant and size.
 // Both synchronization strategies.
 func TestPingPongVariants(t *testing.T) {
-	for _, st := range []narma.Strategy{narma.Immediate, narma.Deferred} {
-		t.Run(st.String(), func(t *testing.T) { testPingPongVariants(t, st) })
-	}
-}
-
-func testPingPongVariants(t *testing.T, st narma.Strategy) {
-	vs := testVariants()
-	sizes := []int{8, 4096}
-	rows, err := runJob(Config{Sizes: sizes, Variants: vs, Iters: 5, Rounds: 3, Warmup: 2, Strategy: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != len(vs)*len(sizes) {
-		t.Fatalf("%d rows, want %d: %+v", len(rows), len(vs)*len(sizes), rows)
-	}
-	i := 0
-	for _, size := range sizes {
-		for _, v := range vs {
-			r := rows[i]
-			i++
-			if r.Experiment != "pingpong" || r.Variant != v || r.Bytes != size || r.Ranks != 2 || r.Iters != 5 || r.Rounds != 3 {
-				t.Errorf("row %+v, want pingpong %s %d B, 2 ranks, 5 iters, 3 rounds", r, v, size)
+	for _, st := range strategies {
+		t.Run(st.String(), func(t *testing.T) {
+			vs := testVariantNames(PingPong())
+			sizes := []int{8, 4096}
+			rows, err := runJob(PingPong(), 2, Config{Sizes: sizes, Variants: vs, Iters: 5, Rounds: 3, Warmup: 2, Strategy: st})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !(r.MinNs > 0 && r.MinNs <= r.MedianNs && r.MedianNs <= r.MaxNs && r.MBps > 0) {
-				t.Errorf("row %+v: times or bandwidth out of order", r)
-			}
-			if r.Unsound != (v == "unsync") {
-				t.Errorf("row %+v: unsound %v", r, r.Unsound)
-			}
-		}
+			checkRows(t, rows, rowsWant{experiment: "pingpong", variants: vs, sizes: sizes, ranks: 2, iters: 5, rounds: 3, unsound: "unsync"}, nil)
+		})
 	}
 }
 
@@ -86,26 +31,20 @@ func testPingPongVariants(t *testing.T, st narma.Strategy) {
 // its way out fails the run, for every variant that checks its data (the
 // unsync receiver would wait for the right word forever).
 func TestPingPongDetectsCorruption(t *testing.T) {
-	for _, v := range testVariants() {
+	for _, v := range testVariantNames(PingPong()) {
 		if v == "unsync" {
 			continue
 		}
 		t.Run(v, func(t *testing.T) {
-			var sent atomic.Int32
 			cfg := Config{Sizes: []int{64}, Variants: []string{v}, Iters: 4, Rounds: 1, Warmup: -1,
-				Corrupt: func(variant string, msg []int64) {
-					// Both ranks call it: damage the third message, whoever sends it.
-					if variant != v {
-						t.Errorf("Corrupt called for %q in a run of %q", variant, v)
-					}
-					if sent.Add(1) == 3 {
+				// Both ranks call it: damage the third message, whoever sends it.
+				Corrupt: corruptHook(t, v, func(n int32, msg []int64) {
+					if n == 3 {
 						msg[len(msg)-1]++
 					}
-				}}
-			_, err := runJob(cfg)
-			if err == nil || !strings.Contains(err.Error(), "data not delivered") || !strings.Contains(err.Error(), v) {
-				t.Fatalf("run with a damaged message: %v, want a %s error saying the data was not delivered", err, v)
-			}
+				})}
+			_, err := runJob(PingPong(), 2, cfg)
+			wantNotDelivered(t, err, v, "a damaged message")
 		})
 	}
 }
@@ -127,7 +66,7 @@ func TestCheck(t *testing.T) {
 	if err := e.Check(Config{Sizes: []int{8, 1 << 20}, Variants: []string{"fence"}}); err != nil {
 		t.Error(err)
 	}
-	if _, err := runJob(Config{Sizes: []int{12}}); err == nil {
+	if _, err := runJob(PingPong(), 2, Config{Sizes: []int{12}}); err == nil {
 		t.Error("run with a 12-byte size succeeded")
 	}
 }

@@ -75,16 +75,12 @@ var cholVariants = []cholVariant{
 // tile message (a producer's and a forwarder's), the float64 bits of the
 // tile as int64 words between the two stamps.
 func Cholesky() Experiment {
-	vs := make([]Variant, len(cholVariants))
-	for i, v := range cholVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "cholesky",
 		Summary:  fmt.Sprintf("tile Cholesky factorization as a task graph, %dx%d tiles of 8x8 to 128x128 (Belli & Hoefler, Fig. 5)", CholeskyTiles, CholeskyTiles),
 		Measure:  "time per factorization",
 		Ranks:    0,
-		Variants: vs,
+		Variants: tableVariants(cholVariants),
 		Run:      runCholesky,
 	}
 }
@@ -222,26 +218,11 @@ func runCholesky(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(1, iters/10)
 		}
-		if warm > 0 {
-			ch.progress("cholesky %s: warm-up", FormatSize(size))
-			for _, v := range variants {
-				if _, err := ch.measure(v, warm); err != nil {
-					return nil, err
-				}
-			}
-		}
-		// Rounds of every variant in turn, so that the machine's drift
-		// hits every variant alike.
-		times := make([][]float64, len(variants))
-		for round := 0; round < rounds; round++ {
-			ch.progress("cholesky %s: round %d/%d", FormatSize(size), round+1, rounds)
-			for i, v := range variants {
-				d, err := ch.measure(v, iters)
-				if err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], float64(d.Nanoseconds())/float64(iters))
-			}
+		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
+			ch.progress, fmt.Sprintf("cholesky %s", FormatSize(size)),
+			ch.measure)
+		if err != nil {
+			return nil, err
 		}
 		if err := ch.req.Free(); err != nil {
 			return nil, err
@@ -256,12 +237,7 @@ func runCholesky(c *narma.Comm, cfg Config) (rows []Row, err error) {
 			continue
 		}
 		lower := t * (t + 1) / 2 * b * b * 8
-		for i, v := range variants {
-			med, lo, hi := summarize(times[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: np,
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(lower) / med * 1e3, Unsound: v.Unsound})
-		}
+		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(lower))
 	}
 	return rows, nil
 }
@@ -295,9 +271,7 @@ func (ch *cholesky) setup() {
 }
 
 func (ch *cholesky) progress(format string, args ...any) {
-	if ch.me == 0 && ch.cfg.Progress != nil {
-		ch.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(ch.cfg, ch.me, format, args...)
 }
 
 func (ch *cholesky) errorf(format string, args ...any) error {

@@ -1,42 +1,10 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/narma-rma/narma"
 )
-
-// runCholeskyJob runs the Cholesky experiment over np goroutine ranks,
-// with a timeout, and returns rank 0's rows.
-func runCholeskyJob(np int, cfg Config) ([]Row, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var rows []Row
-	err := narma.RunContext(ctx, np, func(c *narma.Comm) error {
-		r, err := Cholesky().Run(c, cfg)
-		if c.Rank() == 0 {
-			rows = r
-		} else if r != nil {
-			return fmt.Errorf("rank %d returned rows", c.Rank())
-		}
-		return err
-	})
-	return rows, err
-}
-
-func choleskyVariants() []string {
-	var vs []string
-	for _, v := range Cholesky().Variants {
-		vs = append(vs, v.Name)
-	}
-	return vs
-}
 
 // TestPanelIDs: panel tile ids number the tiles below the diagonal.
 func TestPanelIDs(t *testing.T) {
@@ -58,35 +26,17 @@ func TestPanelIDs(t *testing.T) {
 // matrix) over 2 and 4 ranks, under both synchronization strategies,
 // with its residual checked, and yields one row per variant and size.
 func TestCholeskyVariants(t *testing.T) {
-	vs := choleskyVariants()
+	vs := testVariantNames(Cholesky())
 	sizes := []int{64, 32}
-	for _, st := range []narma.Strategy{narma.Immediate, narma.Deferred} {
+	for _, st := range strategies {
 		for _, np := range []int{2, 4} {
 			t.Run(fmt.Sprintf("%s/%dranks", st, np), func(t *testing.T) {
-				rows, err := runCholeskyJob(np, Config{Sizes: sizes, Iters: 2, Rounds: 2, Warmup: 1, Strategy: st})
+				rows, err := runJobTimeout(Cholesky(), np, Config{Sizes: sizes, Iters: 2, Rounds: 2, Warmup: 1, Strategy: st})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(rows) != len(vs)*len(sizes) {
-					t.Fatalf("%d rows, want %d: %+v", len(rows), len(vs)*len(sizes), rows)
-				}
-				i := 0
-				for _, size := range sizes {
-					for _, v := range vs {
-						r := rows[i]
-						i++
-						if r.Experiment != "cholesky" || r.Variant != v || r.Bytes != size || r.Ranks != np || r.Iters != 2 || r.Rounds != 2 || r.Unsound {
-							t.Errorf("row %+v, want cholesky %s %d B, %d ranks, 2 iters, 2 rounds", r, v, size, np)
-						}
-						if !(r.MinNs > 0 && r.MinNs <= r.MedianNs && r.MedianNs <= r.MaxNs && r.MBps > 0) {
-							t.Errorf("row %+v: times or bandwidth out of order", r)
-						}
-					}
-				}
-				var b strings.Builder
-				if err := WriteTable(&b, Cholesky(), rows); err != nil || !strings.Contains(b.String(), "time per factorization") {
-					t.Errorf("table (%v) does not say it shows times per factorization:\n%s", err, b.String())
-				}
+				checkRows(t, rows, rowsWant{experiment: "cholesky", variants: vs, sizes: sizes, ranks: np, iters: 2, rounds: 2}, nil)
+				checkTableSays(t, Cholesky(), rows, "time per factorization")
 			})
 		}
 	}
@@ -96,16 +46,12 @@ func TestCholeskyVariants(t *testing.T) {
 // data is damaged on its way out fails the run, for every variant: the
 // stamp check or the residual check.
 func TestCholeskyDetectsCorruption(t *testing.T) {
-	for _, v := range choleskyVariants() {
+	for _, v := range testVariantNames(Cholesky()) {
 		for _, what := range []string{"stamp", "data"} {
 			t.Run(v+"/"+what, func(t *testing.T) {
-				var sent atomic.Int32
 				cfg := Config{Sizes: []int{64}, Variants: []string{v}, Iters: 1, Rounds: 1, Warmup: -1,
-					Corrupt: func(variant string, msg []int64) {
-						if variant != v {
-							t.Errorf("Corrupt called for %q in a run of %q", variant, v)
-						}
-						if sent.Add(1) != 5 {
+					Corrupt: corruptHook(t, v, func(n int32, msg []int64) {
+						if n != 5 {
 							return
 						}
 						if what == "stamp" {
@@ -114,15 +60,13 @@ func TestCholeskyDetectsCorruption(t *testing.T) {
 							x := len(msg) / 2
 							msg[x] = int64(math.Float64bits(math.Float64frombits(uint64(msg[x])) + 1))
 						}
-					}}
-				_, err := runCholeskyJob(4, cfg)
+					})}
+				_, err := runJobTimeout(Cholesky(), 4, cfg)
 				want := "data not delivered"
 				if what == "data" {
 					want = "wrong factor"
 				}
-				if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), v) {
-					t.Fatalf("run with a damaged %s: %v, want a %s error saying %q", what, err, v, want)
-				}
+				wantFailure(t, err, v, want, "a damaged "+what)
 			})
 		}
 	}
@@ -130,7 +74,7 @@ func TestCholeskyDetectsCorruption(t *testing.T) {
 
 // TestCholeskyOneRank: a job of one rank is refused.
 func TestCholeskyOneRank(t *testing.T) {
-	if _, err := runCholeskyJob(1, Config{Sizes: []int{64}}); err == nil {
+	if _, err := runJobTimeout(Cholesky(), 1, Config{Sizes: []int{64}}); err == nil {
 		t.Error("cholesky over one rank succeeded")
 	}
 }

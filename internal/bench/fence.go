@@ -59,16 +59,12 @@ var fenceVariants = []fenceVariant{
 // they leave out, so they check the two slots, which hold the run's last
 // two messages, after a barrier that ends the run.
 func FenceCost() Experiment {
-	vs := make([]Variant, len(fenceVariants))
-	for i, v := range fenceVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "fence",
 		Summary:  "cost of completing a fence epoch with a put to the ring neighbour, and lock-put-unlock vs a direct put (Gropp & Thakur, Fig. 2 and Table 1)",
 		Measure:  "time per epoch",
 		Ranks:    0,
-		Variants: vs,
+		Variants: tableVariants(fenceVariants),
 		Run:      runFenceCost,
 	}
 }
@@ -151,36 +147,16 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		if warm > 0 {
-			f.progress("fence %s: warm-up", FormatSize(sz))
-			for _, v := range variants {
-				if _, err := f.measure(v, n, warm); err != nil {
-					return nil, err
-				}
-			}
-		}
-		// Rounds of every variant in turn, so that the machine's drift
-		// hits every variant alike.
-		times := make([][]float64, len(variants))
-		for round := 0; round < rounds; round++ {
-			f.progress("fence %s: round %d/%d", FormatSize(sz), round+1, rounds)
-			for i, v := range variants {
-				d, err := f.measure(v, n, iters)
-				if err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], float64(d.Nanoseconds())/float64(iters))
-			}
+		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
+			f.progress, fmt.Sprintf("fence %s", FormatSize(sz)),
+			func(v fenceVariant, iters int) (time.Duration, error) { return f.measure(v, n, iters) })
+		if err != nil {
+			return nil, err
 		}
 		if me != 0 {
 			continue
 		}
-		for i, v := range variants {
-			med, lo, hi := summarize(times[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: sz, Ranks: size,
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(sz) / med * 1e3, Unsound: v.Unsound})
-		}
+		rows = appendRows(rows, e.Name, variants, times, sz, size, iters, rounds, float64(sz))
 	}
 
 	if err := c.Barrier(ctx); err != nil {
@@ -195,9 +171,7 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 }
 
 func (f *fenceCost) progress(format string, args ...any) {
-	if f.me == 0 && f.cfg.Progress != nil {
-		f.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(f.cfg, f.me, format, args...)
 }
 
 // measure runs iters epochs of n-word puts with variant v and returns the

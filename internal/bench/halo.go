@@ -95,16 +95,12 @@ var hVariants = []hVariant{
 // column edges with the strided layout narma.Vector(s, 1, s+2) at the
 // target.
 func Halo() Experiment {
-	vs := make([]Variant, len(hVariants))
-	for i, v := range hVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "halo",
 		Summary:  "2-D five-point halo exchange on a process grid, edges of 64 B to 4 KiB (Fanfarillo & Del Vento, Fig. 4)",
 		Measure:  "time per iteration",
 		Ranks:    0,
-		Variants: vs,
+		Variants: tableVariants(hVariants),
 		Run:      runHalo,
 	}
 }
@@ -257,36 +253,16 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		if warm > 0 {
-			h.progress("halo %s: warm-up", FormatSize(size))
-			for _, v := range variants {
-				if _, err := h.measure(v, warm); err != nil {
-					return nil, err
-				}
-			}
-		}
-		// Rounds of every variant in turn, so that the machine's drift
-		// hits every variant alike.
-		times := make([][]float64, len(variants))
-		for round := 0; round < rounds; round++ {
-			h.progress("halo %s: round %d/%d", FormatSize(size), round+1, rounds)
-			for i, v := range variants {
-				d, err := h.measure(v, iters)
-				if err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], float64(d.Nanoseconds())/float64(iters))
-			}
+		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
+			h.progress, fmt.Sprintf("halo %s", FormatSize(size)),
+			h.measure)
+		if err != nil {
+			return nil, err
 		}
 		if me != 0 {
 			continue
 		}
-		for i, v := range variants {
-			med, lo, hi := summarize(times[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: np,
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(size*edges) / float64(np) / med * 1e3, Unsound: v.Unsound})
-		}
+		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(size*edges)/float64(np))
 	}
 
 	for _, r := range h.nreq {
@@ -317,9 +293,7 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 }
 
 func (h *halo) progress(format string, args ...any) {
-	if h.me == 0 && h.cfg.Progress != nil {
-		h.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(h.cfg, h.me, format, args...)
 }
 
 func (h *halo) errorf(format string, args ...any) error {

@@ -5,25 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/narma-rma/narma"
 )
-
-// runLogGPJob runs the loggp experiment over two goroutine ranks and
-// returns rank 0's rows.
-func runLogGPJob(cfg Config) ([]Row, error) {
-	var rows []Row
-	err := narma.Run(2, func(c *narma.Comm) error {
-		r, err := LogGP().Run(c, cfg)
-		if c.Rank() == 0 {
-			rows = r
-		} else if r != nil {
-			return errorString("rank 1 returned rows")
-		}
-		return err
-	})
-	return rows, err
-}
 
 // TestFitLine: the fit recovers the intercept and slope of points on a
 // line exactly (with sizes whose sums are exact in floating point), to
@@ -65,10 +47,10 @@ func TestFitLine(t *testing.T) {
 // TestLogGP: both strategies, tiny sizes: one row per parameter (o_s per
 // size), finite values, positive overheads.
 func TestLogGP(t *testing.T) {
-	for _, st := range []narma.Strategy{narma.Immediate, narma.Deferred} {
+	for _, st := range strategies {
 		t.Run(st.String(), func(t *testing.T) {
 			sizes := []int{64, 8}
-			rows, err := runLogGPJob(Config{Sizes: sizes, Iters: 8, Rounds: 3, Warmup: 2, Strategy: st})
+			rows, err := runJob(LogGP(), 2, Config{Sizes: sizes, Iters: 8, Rounds: 3, Warmup: 2, Strategy: st})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,14 +86,14 @@ func TestLogGP(t *testing.T) {
 
 // TestLogGPSelect: Variants selects the rows; one size is refused.
 func TestLogGPSelect(t *testing.T) {
-	rows, err := runLogGPJob(Config{Sizes: []int{8, 16}, Variants: []string{"G", "o_r"}, Iters: 4, Rounds: 1, Warmup: -1})
+	rows, err := runJob(LogGP(), 2, Config{Sizes: []int{8, 16}, Variants: []string{"G", "o_r"}, Iters: 4, Rounds: 1, Warmup: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 2 || rows[0].Variant != "o_r" || rows[1].Variant != "G" {
 		t.Errorf("rows %+v, want o_r and G", rows)
 	}
-	if _, err := runLogGPJob(Config{Sizes: []int{8, 8}}); err == nil || !strings.Contains(err.Error(), "two distinct sizes") {
+	if _, err := runJob(LogGP(), 2, Config{Sizes: []int{8, 8}}); err == nil || !strings.Contains(err.Error(), "two distinct sizes") {
 		t.Errorf("one size: %v, want an error asking for two", err)
 	}
 }
@@ -138,7 +120,7 @@ func TestLogGPDetectsCorruption(t *testing.T) {
 						msg[len(msg)-1]++
 					}
 				}}
-			_, err := runLogGPJob(cfg)
+			_, err := runJob(LogGP(), 2, cfg)
 			if err == nil || !strings.Contains(err.Error(), "data not delivered") {
 				t.Fatalf("run with a damaged %s message: %v, want an error saying the data was not delivered", v, err)
 			}

@@ -59,10 +59,6 @@ var ovVariants = []ovVariant{
 // Messages alternate between two slots of the peer's window and carry a
 // stamp in their first and last words; every iteration checks the peer's.
 func Overlap() Experiment {
-	vs := make([]Variant, len(ovVariants))
-	for i, v := range ovVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "overlap",
 		Summary:  "overlap of an exchange between two ranks with computation, 8 B to 1 MiB (Belli & Hoefler, Fig. 4a)",
@@ -70,7 +66,7 @@ func Overlap() Experiment {
 		Value:    func(r Row) float64 { return r.OverlapPct },
 		Unit:     "percent",
 		Ranks:    2,
-		Variants: vs,
+		Variants: tableVariants(ovVariants),
 		Run:      runOverlap,
 	}
 }
@@ -230,9 +226,7 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 func perIter(d time.Duration, iters int) float64 { return float64(d.Nanoseconds()) / float64(iters) }
 
 func (o *overlap) progress(format string, args ...any) {
-	if o.me == 0 && o.cfg.Progress != nil {
-		o.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(o.cfg, o.me, format, args...)
 }
 
 // spinUnit is the number of dependent multiply-adds in one unit of the

@@ -56,16 +56,12 @@ var ppVariants = []ppVariant{
 // answers. Every variant checks every message: its first and last words
 // carry a stamp that changes with every message.
 func PingPong() Experiment {
-	vs := make([]Variant, len(ppVariants))
-	for i, v := range ppVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "pingpong",
 		Summary:  "ping-pong latency between two ranks, 8 B to 1 MiB (Belli & Hoefler, Fig. 3)",
 		Measure:  "half round trip",
 		Ranks:    2,
-		Variants: vs,
+		Variants: tableVariants(ppVariants),
 		Run:      runPingPong,
 	}
 }
@@ -146,36 +142,16 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		if warm > 0 {
-			p.progress("pingpong %s: warm-up", FormatSize(size))
-			for _, v := range variants {
-				if _, err := p.measure(v, n, warm); err != nil {
-					return nil, err
-				}
-			}
-		}
-		// Rounds of every variant in turn, so that the machine's drift
-		// hits every variant alike.
-		times := make([][]float64, len(variants))
-		for round := 0; round < rounds; round++ {
-			p.progress("pingpong %s: round %d/%d", FormatSize(size), round+1, rounds)
-			for i, v := range variants {
-				d, err := p.measure(v, n, iters)
-				if err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], float64(d.Nanoseconds())/float64(2*iters))
-			}
+		times, err := interleavedRounds(variants, warm, iters, rounds, 2,
+			p.progress, fmt.Sprintf("pingpong %s", FormatSize(size)),
+			func(v ppVariant, iters int) (time.Duration, error) { return p.measure(v, n, iters) })
+		if err != nil {
+			return nil, err
 		}
 		if p.me != 0 {
 			continue
 		}
-		for i, v := range variants {
-			med, lo, hi := summarize(times[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: c.Size(),
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(size) / med * 1e3, Unsound: v.Unsound})
-		}
+		rows = appendRows(rows, e.Name, variants, times, size, c.Size(), iters, rounds, float64(size))
 	}
 
 	for _, r := range []*narma.Request{p.data, p.ready, p.read} {
@@ -193,9 +169,7 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 }
 
 func (p *pingPong) progress(format string, args ...any) {
-	if p.me == 0 && p.cfg.Progress != nil {
-		p.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(p.cfg, p.me, format, args...)
 }
 
 // measure runs iters round trips of n-word messages with variant v and

@@ -57,16 +57,12 @@ var redVariants = []redVariant{
 // of the word, so the expected sum is known in closed form: every rank
 // checks every word of every result.
 func TreeReduce() Experiment {
-	vs := make([]Variant, len(redVariants))
-	for i, v := range redVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "reduce",
 		Summary:  "16-ary tree reduction and broadcast over all ranks, 8 B to 64 KiB (Belli & Hoefler, Fig. 4c)",
 		Measure:  "time per reduction",
 		Ranks:    0,
-		Variants: vs,
+		Variants: tableVariants(redVariants),
 		Run:      runTreeReduce,
 	}
 }
@@ -154,36 +150,16 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		if warm > 0 {
-			t.progress("reduce %s: warm-up", FormatSize(size))
-			for _, v := range variants {
-				if _, err := t.measure(v, n, warm); err != nil {
-					return nil, err
-				}
-			}
-		}
-		// Rounds of every variant in turn, so that the machine's drift
-		// hits every variant alike.
-		times := make([][]float64, len(variants))
-		for round := 0; round < rounds; round++ {
-			t.progress("reduce %s: round %d/%d", FormatSize(size), round+1, rounds)
-			for i, v := range variants {
-				d, err := t.measure(v, n, iters)
-				if err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], float64(d.Nanoseconds())/float64(iters))
-			}
+		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
+			t.progress, fmt.Sprintf("reduce %s", FormatSize(size)),
+			func(v redVariant, iters int) (time.Duration, error) { return t.measure(v, n, iters) })
+		if err != nil {
+			return nil, err
 		}
 		if t.me != 0 {
 			continue
 		}
-		for i, v := range variants {
-			med, lo, hi := summarize(times[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: t.size,
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(size) / med * 1e3, Unsound: v.Unsound})
-		}
+		rows = appendRows(rows, e.Name, variants, times, size, t.size, iters, rounds, float64(size))
 	}
 
 	for _, r := range []*narma.Request{t.up, t.down} {
@@ -204,9 +180,7 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 }
 
 func (t *treeReduce) progress(format string, args ...any) {
-	if t.me == 0 && t.cfg.Progress != nil {
-		t.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(t.cfg, t.me, format, args...)
 }
 
 // measure runs iters operations on n-word vectors with variant v and

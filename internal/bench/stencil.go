@@ -85,16 +85,12 @@ var stVariants = []stVariant{
 // i + j - A(0,0) inside the grid, every rank also checks every value it
 // receives, as it arrives, and its whole block after each round.
 func Stencil() Experiment {
-	vs := make([]Variant, len(stVariants))
-	for i, v := range stVariants {
-		vs[i] = v.Variant
-	}
 	return Experiment{
 		Name:     "stencil",
 		Summary:  "pipelined stencil Sync_p2p of the PRK, grid rows of 256 B to 16 KiB (Belli & Hoefler, Fig. 4b)",
 		Measure:  "time per iteration",
 		Ranks:    0,
-		Variants: vs,
+		Variants: tableVariants(stVariants),
 		Run:      runStencil,
 	}
 }
@@ -200,36 +196,16 @@ func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = 1
 		}
-		if warm > 0 {
-			s.progress("stencil %s: warm-up", FormatSize(size))
-			for _, v := range variants {
-				if _, err := s.measure(v, warm); err != nil {
-					return nil, err
-				}
-			}
-		}
-		// Rounds of every variant in turn, so that the machine's drift
-		// hits every variant alike.
-		times := make([][]float64, len(variants))
-		for round := 0; round < rounds; round++ {
-			s.progress("stencil %s: round %d/%d", FormatSize(size), round+1, rounds)
-			for i, v := range variants {
-				d, err := s.measure(v, iters)
-				if err != nil {
-					return nil, err
-				}
-				times[i] = append(times[i], float64(d.Nanoseconds())/float64(iters))
-			}
+		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
+			s.progress, fmt.Sprintf("stencil %s", FormatSize(size)),
+			s.measure)
+		if err != nil {
+			return nil, err
 		}
 		if me != 0 {
 			continue
 		}
-		for i, v := range variants {
-			med, lo, hi := summarize(times[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: np,
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(8*(s.m-1)) / med * 1e3, Unsound: v.Unsound})
-		}
+		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(8*(s.m-1)))
 	}
 
 	if err := s.req.Free(); err != nil {
@@ -264,9 +240,7 @@ func (s *stencil) setGrid(n int) {
 }
 
 func (s *stencil) progress(format string, args ...any) {
-	if s.me == 0 && s.cfg.Progress != nil {
-		s.cfg.Progress(fmt.Sprintf(format, args...))
-	}
+	progressf(s.cfg, s.me, format, args...)
 }
 
 func (s *stencil) errorf(format string, args ...any) error {

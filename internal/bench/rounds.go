@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// variant returns v; the variant tables embed Variant, so their entries
+// have this method too and tableVariants can read them.
+func (v Variant) variant() Variant { return v }
+
+// variantEntry is an entry of an experiment's variant table.
+type variantEntry interface{ variant() Variant }
+
+// tableVariants returns the Variant of every entry of table, in order.
+func tableVariants[V variantEntry](table []V) []Variant {
+	vs := make([]Variant, len(table))
+	for i, v := range table {
+		vs[i] = v.variant()
+	}
+	return vs
+}
+
+// progressf reports a progress message through cfg.Progress, on rank 0
+// only.
+func progressf(cfg Config, me int, format string, args ...any) {
+	if me == 0 && cfg.Progress != nil {
+		cfg.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+// interleavedRounds measures variants: first warm iterations of each (if
+// warm > 0), then rounds rounds of iters iterations of every variant in
+// turn, so that the machine's drift hits every variant alike. It returns
+// the times of each variant, one per round, in ns per iteration divided
+// by per. label names the size in the progress messages.
+func interleavedRounds[V any](variants []V, warm, iters, rounds, per int,
+	progress func(format string, args ...any), label string,
+	measure func(v V, iters int) (time.Duration, error)) ([][]float64, error) {
+	if warm > 0 {
+		progress("%s: warm-up", label)
+		for _, v := range variants {
+			if _, err := measure(v, warm); err != nil {
+				return nil, err
+			}
+		}
+	}
+	times := make([][]float64, len(variants))
+	for round := 0; round < rounds; round++ {
+		progress("%s: round %d/%d", label, round+1, rounds)
+		for i, v := range variants {
+			d, err := measure(v, iters)
+			if err != nil {
+				return nil, err
+			}
+			times[i] = append(times[i], float64(d.Nanoseconds())/float64(per*iters))
+		}
+	}
+	return times, nil
+}
+
+// appendRows appends to rows a row per variant of its times, one per
+// round, moving bytes per time unit.
+func appendRows[V variantEntry](rows []Row, experiment string, variants []V, times [][]float64,
+	size, ranks, iters, rounds int, bytes float64) []Row {
+	for i, e := range variants {
+		v := e.variant()
+		med, lo, hi := summarize(times[i])
+		rows = append(rows, Row{Experiment: experiment, Variant: v.Name, Bytes: size, Ranks: ranks,
+			Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
+			MBps: bytes / med * 1e3, Unsound: v.Unsound})
+	}
+	return rows
+}
