@@ -181,11 +181,8 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 			return err
 		}
 	}
-	if err := writeFile(o.csv, stdout, func(w io.Writer) error { return bench.WriteCSV(w, all) }); err != nil {
-		return fmt.Errorf("--csv: %w", err)
-	}
-	if err := writeFile(o.json, stdout, func(w io.Writer) error { return bench.WriteJSON(w, all) }); err != nil {
-		return fmt.Errorf("--json: %w", err)
+	if err := writeRows(o, stdout, all); err != nil {
+		return err
 	}
 	if o.plot != "" {
 		for _, p := range plots {

@@ -292,11 +292,8 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 			return err
 		}
 	}
-	if err := writeFile(o.csv, stdout, func(w io.Writer) error { return bench.WriteCSV(w, rows) }); err != nil {
-		return fmt.Errorf("--csv: %w", err)
-	}
-	if err := writeFile(o.json, stdout, func(w io.Writer) error { return bench.WriteJSON(w, rows) }); err != nil {
-		return fmt.Errorf("--json: %w", err)
+	if err := writeRows(o, stdout, rows); err != nil {
+		return err
 	}
 	if o.plot != "" {
 		if err := bench.WritePlot(o.plot, e, rows); err != nil {
@@ -346,6 +343,17 @@ func runJob(ctx context.Context, e bench.Experiment, o options) (rows []bench.Ro
 
 // writeFile writes with write to the file named name: nothing if name is
 // empty, stdout if it is "-".
+// writeRows writes rows to the --csv and --json files of o, if any.
+func writeRows(o options, stdout io.Writer, rows []bench.Row) error {
+	if err := writeFile(o.csv, stdout, func(w io.Writer) error { return bench.WriteCSV(w, rows) }); err != nil {
+		return fmt.Errorf("--csv: %w", err)
+	}
+	if err := writeFile(o.json, stdout, func(w io.Writer) error { return bench.WriteJSON(w, rows) }); err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	return nil
+}
+
 func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error {
 	switch name {
 	case "":

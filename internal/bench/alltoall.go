@@ -108,20 +108,9 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if np >= 1<<20 {
 		return nil, fmt.Errorf("alltoall: %d ranks are too many for its stamps", np)
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultAllToAllSizes
-	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []a2aVariant
-	for _, v := range a2aVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	sizes := cfg.sizesOr(DefaultAllToAllSizes)
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, a2aVariants)
 	ctx := c.Context()
 	nmax := slices.Max(sizes) / 8
 	a := &allToAll{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), np: np, nmax: nmax,

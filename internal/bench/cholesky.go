@@ -181,20 +181,9 @@ func runCholesky(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if np < 2 {
 		return nil, fmt.Errorf("cholesky needs at least 2 ranks, the job has %d", np)
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultCholeskySizes
-	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []cholVariant
-	for _, v := range cholVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	sizes := cfg.sizesOr(DefaultCholeskySizes)
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, cholVariants)
 	ctx := c.Context()
 	t := CholeskyTiles
 	for _, size := range sizes {

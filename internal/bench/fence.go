@@ -107,20 +107,9 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if c.Size() < 2 {
 		return nil, fmt.Errorf("fence needs at least 2 ranks, the job has %d", c.Size())
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultFenceSizes
-	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []fenceVariant
-	for _, v := range fenceVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	sizes := cfg.sizesOr(DefaultFenceSizes)
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, fenceVariants)
 	ctx := c.Context()
 	nmax := slices.Max(sizes) / 8
 	me, size := c.Rank(), c.Size()
@@ -254,16 +243,7 @@ func barriersEpoch(f *fenceCost, n int, stamp int64) error {
 	if err := f.c.Barrier(f.ctx); err != nil {
 		return err
 	}
-	if err := f.put(n, stamp); err != nil {
-		return err
-	}
-	if err := f.w.FlushAll(f.ctx); err != nil {
-		return err
-	}
-	if err := f.c.Barrier(f.ctx); err != nil {
-		return err
-	}
-	return f.check(n, stamp)
+	return barrierEpoch(f, n, stamp)
 }
 
 // barrier: one barrier per epoch. A rank checks epoch k before it enters

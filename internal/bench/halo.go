@@ -168,10 +168,7 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if np < 2 {
 		return nil, fmt.Errorf("halo needs at least 2 ranks, the job has %d", np)
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultHaloSizes
-	}
+	sizes := cfg.sizesOr(DefaultHaloSizes)
 	px, py := hGrid(np)
 	for _, size := range sizes {
 		if size > MaxHaloSize {
@@ -181,16 +178,8 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 			return nil, fmt.Errorf("halo: edges of %s over a %d x %d grid: the global grid is too large for the cell values", FormatSize(size), px, py)
 		}
 	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []hVariant
-	for _, v := range hVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, hVariants)
 	ctx := c.Context()
 	me := c.Rank()
 	h := &halo{c: c, ctx: ctx, cfg: cfg, me: me, np: np, px: px, py: py, gr: me / py, gc: me % py,

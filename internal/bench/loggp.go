@@ -140,20 +140,14 @@ func runLogGP(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if c.Size() != 2 {
 		return nil, fmt.Errorf("loggp needs 2 ranks, the job has %d", c.Size())
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = LogGPSizes
-	}
+	sizes := cfg.sizesOr(LogGPSizes)
 	sizes = slices.Clone(sizes)
 	slices.Sort(sizes)
 	sizes = slices.Compact(sizes)
 	if len(sizes) < 2 {
 		return nil, fmt.Errorf("loggp needs at least two distinct sizes to fit G and L, got %v", cfg.Sizes)
 	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
+	rounds := cfg.rounds()
 	k := cfg.Iters
 	if k == 0 {
 		k = LogGPStream

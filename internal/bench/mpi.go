@@ -170,10 +170,7 @@ func (m *MPI) Build(ctx context.Context, src, out, prog string) (string, error) 
 // MPIArgs returns the command-line arguments of a reference program for
 // cfg at sizes: -i ITERS -r ROUNDS -w WARMUP SIZE...
 func MPIArgs(cfg Config, sizes []int) []string {
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
+	rounds := cfg.rounds()
 	args := []string{"-i", strconv.Itoa(cfg.Iters), "-r", strconv.Itoa(rounds), "-w", strconv.Itoa(cfg.Warmup)}
 	for _, s := range sizes {
 		args = append(args, strconv.Itoa(s))

@@ -107,20 +107,9 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if c.Size() != 2 {
 		return nil, fmt.Errorf("overlap needs 2 ranks, the job has %d", c.Size())
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultSizes
-	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []ovVariant
-	for _, v := range ovVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	sizes := cfg.sizesOr(DefaultSizes)
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, ovVariants)
 	ctx := c.Context()
 	nmax := slices.Max(sizes) / 8
 	o := &overlap{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), peer: 1 - c.Rank(), nmax: nmax,

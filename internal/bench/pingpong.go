@@ -98,20 +98,9 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if c.Size() != 2 {
 		return nil, fmt.Errorf("pingpong needs 2 ranks, the job has %d", c.Size())
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultSizes
-	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []ppVariant
-	for _, v := range ppVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	sizes := cfg.sizesOr(DefaultSizes)
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, ppVariants)
 	ctx := c.Context()
 	nmax := slices.Max(sizes) / 8
 	p := &pingPong{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), peer: 1 - c.Rank(),

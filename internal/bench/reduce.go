@@ -99,20 +99,9 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if c.Size() < 2 {
 		return nil, fmt.Errorf("reduce needs at least 2 ranks, the job has %d", c.Size())
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultReduceSizes
-	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []redVariant
-	for _, v := range redVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	sizes := cfg.sizesOr(DefaultReduceSizes)
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, redVariants)
 	ctx := c.Context()
 	nmax := slices.Max(sizes) / 8
 	t := &treeReduce{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), size: c.Size(), parent: -1, nmax: nmax,

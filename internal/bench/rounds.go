@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -19,6 +20,36 @@ func tableVariants[V variantEntry](table []V) []Variant {
 		vs[i] = v.variant()
 	}
 	return vs
+}
+
+// selectedEntries returns the entries of an experiment's variant table
+// that cfg selects, in the table's order.
+func selectedEntries[V variantEntry](e Experiment, cfg Config, table []V) []V {
+	sel := e.selected(cfg)
+	var out []V
+	for _, v := range table {
+		if slices.Contains(sel, v.variant()) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// sizesOr returns the sizes cfg asks for, or def if it asks for none.
+func (cfg Config) sizesOr(def []int) []int {
+	if len(cfg.Sizes) == 0 {
+		return def
+	}
+	return cfg.Sizes
+}
+
+// rounds returns the number of measured rounds cfg asks for, or
+// DefaultRounds.
+func (cfg Config) rounds() int {
+	if cfg.Rounds == 0 {
+		return DefaultRounds
+	}
+	return cfg.Rounds
 }
 
 // progressf reports a progress message through cfg.Progress, on rank 0

@@ -133,10 +133,7 @@ func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	if np < 2 {
 		return nil, fmt.Errorf("stencil needs at least 2 ranks, the job has %d", np)
 	}
-	sizes := cfg.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultStencilSizes
-	}
+	sizes := cfg.sizesOr(DefaultStencilSizes)
 	for _, size := range sizes {
 		if size > MaxStencilSize {
 			return nil, fmt.Errorf("stencil: rows of %s: at most %s (a grid of %d x %d)", FormatSize(size), FormatSize(MaxStencilSize), MaxStencilSize/8, MaxStencilSize/8)
@@ -145,16 +142,8 @@ func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 			return nil, fmt.Errorf("stencil: rows of %s: %d columns over %d ranks, need at least 2 per rank", FormatSize(size), size/8, np)
 		}
 	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
-	}
-	var variants []stVariant
-	for _, v := range stVariants {
-		if slices.Contains(e.selected(cfg), v.Variant) {
-			variants = append(variants, v)
-		}
-	}
+	rounds := cfg.rounds()
+	variants := selectedEntries(e, cfg, stVariants)
 	ctx := c.Context()
 	mmax := slices.Max(sizes) / 8
 	me := c.Rank()
