@@ -285,17 +285,9 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if uint(t) >= uint(len(w.sizes)) {
 		return false, nil
 	}
-	switch a.Notice.Kind {
-	case transport.NoticeNone:
-	case transport.NoticeTag:
-		if a.Notice.Tag < 0 {
-			return false, nil
-		}
-	case transport.NoticeCounter:
-		if a.Notice.Tag < 0 || int(a.Notice.Tag) >= w.ncounters[t] {
-			return false, nil
-		}
-	default:
+	// A signal's offset is in displacement units, which the general path
+	// converts; a bad notice takes the general path for its error.
+	if a.Notice.Kind == transport.NoticeSignal || w.checkNotice("", &a.Notice, t) != nil {
 		return false, nil
 	}
 	switch {
