@@ -81,11 +81,25 @@ func (w *Win) fenceDeferred(ctx context.Context) error {
 			first = err
 		}
 	}
-	if err := w.c.ep.FlushAll(ctx); err != nil && first == nil {
-		first = w.c.transportFailure("Fence", ctx, err, "flush")
+	// A target reads its window as soon as its fence returns, so it must
+	// be told "done" only once this rank's operations on it are complete
+	// there. If FlushAll fails (its context ended, say, while operations
+	// were still in flight), each target is flushed on its own and told
+	// only if that flush succeeds; the others are left to learn of the
+	// failure as they wait (their context, the job's abort, a failed
+	// peer), as from any collective a rank abandons.
+	flushed := true
+	if err := w.c.ep.FlushAll(ctx); err != nil {
+		flushed = false
+		if first == nil {
+			first = w.c.transportFailure("Fence", ctx, err, "flush")
+		}
 	}
 	for t := range counts {
 		if counts[t] == 0 {
+			continue
+		}
+		if !flushed && w.c.ep.Flush(ctx, t) != nil {
 			continue
 		}
 		if err := w.sendCtl("Fence", t, winFenceDone); err != nil && first == nil {

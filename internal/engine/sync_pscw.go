@@ -151,13 +151,20 @@ func (w *Win) Complete(ctx context.Context) error {
 		}
 	}
 	for _, r := range w.access {
-		if err := w.c.ep.Flush(ctx, r); err != nil && first == nil {
-			first = w.c.transportFailure("Complete", ctx, err, "flush rank %d", r)
+		w.accessSet[r] = false
+		// r's Wait returns on this message and r then reads its window:
+		// it is sent only once the operations on r are complete there.
+		// A target whose flush failed (the context ended, say, with
+		// operations still in flight) learns of the failure as it waits.
+		if err := w.c.ep.Flush(ctx, r); err != nil {
+			if first == nil {
+				first = w.c.transportFailure("Complete", ctx, err, "flush rank %d", r)
+			}
+			continue
 		}
 		if err := w.sendCtl("Complete", r, winComplete); err != nil && first == nil {
 			first = err
 		}
-		w.accessSet[r] = false
 	}
 	w.accessOn = false
 	return first
