@@ -41,7 +41,10 @@ func TestCounterTotalsFromManyOrigins(t *testing.T) {
 				return err
 			}
 			one := []int64{1}
-			got := make([]int64, 1)
+			// One get buffer per target: gets from different targets may
+			// land at once (on transports that complete them on their own
+			// goroutines), and only those from one target are ordered.
+			got := make([]int64, n)
 			accs := make([]int, n) // accumulates sent to each target
 			for tgt := 0; tgt < n; tgt++ {
 				for i := 0; i < ncnt; i++ {
@@ -56,7 +59,7 @@ func TestCounterTotalsFromManyOrigins(t *testing.T) {
 						case 2:
 							err = w.PutNotify([]int64{int64(me)}, tgt, n+me, narma.Counter(i))
 						case 3:
-							err = w.GetNotify(got, tgt, n+me, narma.Counter(i))
+							err = w.GetNotify(got[tgt:tgt+1], tgt, n+me, narma.Counter(i))
 						}
 						if err != nil {
 							return err
@@ -562,7 +565,10 @@ func TestSignalAddFromManyOrigins(t *testing.T) {
 			if err := ep.begin(); err != nil {
 				return err
 			}
-			var old int64
+			// One result per target: fetches from different targets may
+			// land at once on transports that complete them on their own
+			// goroutines.
+			olds := make([]int64, n)
 			for tgt := 0; tgt < n; tgt++ {
 				sig := narma.Signal(n, uint64(me+1), narma.SignalAdd)
 				for j := 0; j < per; j++ {
@@ -573,7 +579,7 @@ func TestSignalAddFromManyOrigins(t *testing.T) {
 					case 1:
 						err = w.AccumulateNotify([]int64{1}, tgt, me, narma.Sum, sig)
 					case 2:
-						err = w.FetchAndOpNotify(1, &old, tgt, me, narma.Sum, sig)
+						err = w.FetchAndOpNotify(1, &olds[tgt], tgt, me, narma.Sum, sig)
 					}
 					if err != nil {
 						return err

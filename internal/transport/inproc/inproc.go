@@ -11,16 +11,20 @@
 //   - "shm": the shared-memory transport of process jobs, its ranks in
 //     this one process (Linux only): rings, doorbells and mapped segments
 //     as between processes, for testing and measuring it. The library's
-//     memory comes from shared segments from then on, in the whole process.
+//     memory comes from shared segments from then on, in the whole process;
+//   - "tcp": the TCP transport of multi-host jobs, its ranks in this one
+//     process, connected over loopback.
 package inproc
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/async"
 	"github.com/narma-rma/narma/internal/transport/local"
+	"github.com/narma-rma/narma/internal/transport/tcp"
 )
 
 // EnvVar is the environment variable that selects the transport.
@@ -40,7 +44,17 @@ func New(n int) ([]transport.Endpoint, error) {
 		return async.Wrap(eps), nil
 	case "shm":
 		return newShm(n)
+	case "tcp":
+		eps, err := tcp.Group(context.Background(), tcp.Config{Size: n})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]transport.Endpoint, n)
+		for i, e := range eps {
+			out[i] = e
+		}
+		return out, nil
 	default:
-		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local, async or shm)", EnvVar, name)
+		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local, async, shm or tcp)", EnvVar, name)
 	}
 }

@@ -54,8 +54,19 @@ func GetAt(region []byte, off int, dst []byte) error {
 // element size, or (wrapping mem.ErrAlign too) if the region memory itself
 // is not aligned for t.
 func AccumulateAt(region []byte, off int, op mem.Op, t mem.Type, src, result []byte) error {
+	if _, err := CheckAccumulate(len(region), off, op, t, src, result); err != nil {
+		return err
+	}
+	return memErr(mem.AtomicAccumulate(op, t, region[off:], src, result))
+}
+
+// CheckAccumulate makes the checks of AccumulateAt, except the alignment
+// of the memory itself, for a region of regionLen bytes, without touching
+// memory: a transport that moves the operation elsewhere checks it at the
+// origin with this. It returns the number of bytes the operation covers.
+func CheckAccumulate(regionLen, off int, op mem.Op, t mem.Type, src, result []byte) (int, error) {
 	if !op.ValidFor(t) {
-		return fmt.Errorf("local: accumulate %v on %v: %w", op, t, mem.ErrOp)
+		return 0, fmt.Errorf("local: accumulate %v on %v: %w", op, t, mem.ErrOp)
 	}
 	size := t.Size()
 	n := len(src)
@@ -63,16 +74,16 @@ func AccumulateAt(region []byte, off int, op mem.Op, t mem.Type, src, result []b
 		n = len(result)
 	}
 	if n%size != 0 || (result != nil && len(result) != n) {
-		return fmt.Errorf("local: accumulate of %d bytes of %v with a %d-byte result: %w",
+		return 0, fmt.Errorf("local: accumulate of %d bytes of %v with a %d-byte result: %w",
 			n, t, len(result), mem.ErrLength)
 	}
-	if off < 0 || n > len(region)-off {
-		return transport.ErrBounds
+	if off < 0 || n > regionLen-off {
+		return 0, transport.ErrBounds
 	}
 	if off%size != 0 {
-		return transport.ErrAlign
+		return 0, transport.ErrAlign
 	}
-	return memErr(mem.AtomicAccumulate(op, t, region[off:], src, result))
+	return n, nil
 }
 
 // CompareSwapAt atomically replaces the element of type t at byte offset
@@ -87,6 +98,16 @@ func AccumulateAt(region []byte, off int, op mem.Op, t mem.Type, src, result []b
 // transport.ErrAlign if off is not a multiple of the element size, or
 // (wrapping mem.ErrAlign too) if the region memory itself is not aligned.
 func CompareSwapAt(region []byte, off int, t mem.Type, compare, swap, result []byte) error {
+	if err := CheckCompareSwap(len(region), off, t, compare, swap, result); err != nil {
+		return err
+	}
+	return memErr(mem.AtomicCompareSwap(t, region[off:], compare, swap, result))
+}
+
+// CheckCompareSwap makes the checks of CompareSwapAt, except the alignment
+// of the memory itself, for a region of regionLen bytes, without touching
+// memory.
+func CheckCompareSwap(regionLen, off int, t mem.Type, compare, swap, result []byte) error {
 	if !t.Valid() {
 		return fmt.Errorf("local: compare-and-swap on %v: %w", t, mem.ErrOp)
 	}
@@ -95,13 +116,13 @@ func CompareSwapAt(region []byte, off int, t mem.Type, compare, swap, result []b
 		return fmt.Errorf("local: compare-and-swap of %v with %d/%d/%d-byte operands: %w",
 			t, len(compare), len(swap), len(result), mem.ErrLength)
 	}
-	if off < 0 || size > len(region)-off {
+	if off < 0 || size > regionLen-off {
 		return transport.ErrBounds
 	}
 	if off%size != 0 {
 		return transport.ErrAlign
 	}
-	return memErr(mem.AtomicCompareSwap(t, region[off:], compare, swap, result))
+	return nil
 }
 
 // memErr converts an error of package mem: misalignment of the region

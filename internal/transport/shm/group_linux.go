@@ -4,55 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
 )
-
-// exchange is an in-memory allgather among the goroutines of a Group.
-type exchange struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	n      int
-	round  int
-	got    int
-	data   [][]byte
-	result [][]byte
-	failed bool
-}
-
-func newExchange(n int) *exchange {
-	x := &exchange{n: n, data: make([][]byte, n)}
-	x.cond = sync.NewCond(&x.mu)
-	return x
-}
-
-// do contributes rank's data to the current round and returns everyone's.
-func (x *exchange) do(rank int, d []byte) ([][]byte, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	round := x.round
-	x.data[rank] = append([]byte(nil), d...)
-	x.got++
-	if x.got == x.n {
-		x.result = x.data
-		x.data = make([][]byte, x.n)
-		x.got = 0
-		x.round++
-		x.cond.Broadcast()
-	}
-	for x.round == round && !x.failed {
-		x.cond.Wait()
-	}
-	if x.failed {
-		return nil, errors.New("shm: a rank of the group failed to start")
-	}
-	return x.result, nil
-}
-
-func (x *exchange) fail() {
-	x.mu.Lock()
-	x.failed = true
-	x.cond.Broadcast()
-	x.mu.Unlock()
-}
 
 // Group returns n connected endpoints in this process, endpoint i having
 // rank i, over heap's job: the shared-memory transport without processes,
@@ -68,7 +22,7 @@ func GroupConfig(ctx context.Context, cfg Config) ([]*Endpoint, error) {
 	if cfg.Size < 1 {
 		return nil, errors.New("shm: group of no ranks")
 	}
-	x := newExchange(cfg.Size)
+	x := bootstrap.NewLocal(cfg.Size)
 	eps := make([]*Endpoint, cfg.Size)
 	errs := make([]error, cfg.Size)
 	var wg sync.WaitGroup
@@ -78,10 +32,10 @@ func GroupConfig(ctx context.Context, cfg Config) ([]*Endpoint, error) {
 			defer wg.Done()
 			c := cfg
 			c.Rank = r
-			c.Exchange = func(_ context.Context, d []byte) ([][]byte, error) { return x.do(r, d) }
+			c.Exchange = x.Exchange(r)
 			eps[r], errs[r] = New(ctx, c)
 			if errs[r] != nil {
-				x.fail()
+				x.Fail()
 			}
 		}()
 	}

@@ -1,0 +1,361 @@
+package tcp
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/local"
+)
+
+// inConn is a connection a peer opened to this endpoint: its reader
+// applies the peer's requests to this endpoint's memory, in order, and
+// writes the replies back.
+type inConn struct {
+	p  *peer
+	c  net.Conn
+	br *bufio.Reader
+
+	wmu sync.Mutex // guards bw and wh: replies, and the goodbye of Close
+	bw  *bufio.Writer
+	wh  [headerSize]byte
+
+	// Owned by the reader goroutine.
+	hb      [headerSize]byte
+	refused Status // the first refusal since the last flush
+	scratch []byte // results of fetching atomics, large accumulate operands
+
+	byeAck chan error // receives the peer's answer to our goodbye
+}
+
+func newInConn(p *peer, c net.Conn) *inConn {
+	return &inConn{
+		p:      p,
+		c:      c,
+		br:     bufio.NewReaderSize(c, readBuffer),
+		bw:     bufio.NewWriterSize(c, writeBuffer),
+		byeAck: make(chan error, 1),
+	}
+}
+
+// serve applies the peer's requests until the connection ends. A frame
+// that is malformed, or that reaches outside the region it names, closes
+// the connection and fails the peer, having written nothing.
+func (in *inConn) serve() {
+	defer in.c.Close()
+	for {
+		if in.br.Buffered() < headerSize {
+			// About to wait for the network: send the replies first.
+			if err := in.flushReplies(); err != nil {
+				in.p.lost("write", err)
+				return
+			}
+		}
+		if _, err := io.ReadFull(in.br, in.hb[:]); err != nil {
+			in.p.lost("connection lost", err)
+			return
+		}
+		h, err := decodeHeader(in.hb[:], true)
+		if err == nil {
+			in.p.lastHeard.Store(time.Now().UnixNano())
+			in.p.ep.stats.received(h.kind, headerSize+int(h.length))
+			err = in.handle(&h)
+		}
+		if err != nil {
+			var fe *FrameError
+			if errors.As(err, &fe) {
+				in.p.fail(fmt.Errorf("tcp: rank %d sent a bad frame, connection closed: %w: %w", in.p.rank, err, transport.ErrPeer))
+			} else {
+				in.p.lost("connection lost", err)
+			}
+			return
+		}
+	}
+}
+
+// outside is the error for a frame reaching outside its region.
+func outside(h *header, n int, size int) error {
+	return &FrameError{Kind: h.kind, Reason: fmt.Sprintf("%d bytes at offset %d of a region of %d", n, h.off, size)}
+}
+
+// fits reports whether n bytes at h.off lie inside a region of size bytes.
+func fits(h *header, n int, size int) bool {
+	return h.off <= uint64(size) && uint64(n) <= uint64(size)-h.off
+}
+
+// handle applies one request.
+func (in *inConn) handle(h *header) error {
+	ep := in.p.ep
+	switch h.kind {
+	case KindPut:
+		n := int(h.length)
+		x := ep.acquire(transport.Key(h.key))
+		if x == nil {
+			in.refuse(StatusNoRegion)
+			return in.discard(n)
+		}
+		if !fits(h, n, len(x.mem)) {
+			x.mu.RUnlock()
+			return outside(h, n, len(x.mem))
+		}
+		err := readFull(in.br, x.mem[h.off:h.off+uint64(n)], in.p)
+		x.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		in.notify(h)
+
+	case KindGet:
+		n := int(h.result)
+		x := ep.acquire(transport.Key(h.key))
+		if x == nil {
+			return in.reply(h.id, StatusNoRegion, nil)
+		}
+		if !fits(h, n, len(x.mem)) {
+			x.mu.RUnlock()
+			return outside(h, n, len(x.mem))
+		}
+		err := in.reply(h.id, StatusOK, x.mem[h.off:h.off+uint64(n)])
+		x.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		in.notify(h)
+
+	case KindAccumulate, KindCompareSwap:
+		return in.atomic(h)
+
+	case KindAM:
+		n := int(h.length)
+		var b []byte
+		if n <= in.br.Size() {
+			var err error
+			if b, err = in.br.Peek(n); err != nil {
+				return err
+			}
+		} else {
+			b = make([]byte, n)
+			if err := readFull(in.br, b, in.p); err != nil {
+				return err
+			}
+		}
+		if f := ep.AM(transport.AMID(h.aux)); f != nil {
+			k := int(h.off)
+			f(in.p.rank, b[:k:k], b[k:n:n])
+		}
+		if n <= in.br.Size() {
+			_, err := in.br.Discard(n)
+			return err
+		}
+
+	case KindFlush:
+		st := in.refused
+		in.refused = StatusOK
+		return in.reply(h.id, st, nil)
+
+	case KindLookup:
+		st := StatusOK
+		x := ep.acquire(transport.Key(h.key))
+		switch {
+		case x == nil:
+			st = StatusNoRegion
+		case h.off > uint64(len(x.mem)):
+			st = StatusBounds
+			x.mu.RUnlock()
+		default:
+			x.mu.RUnlock()
+			x.mu.Lock()
+			if x.users == nil {
+				x.users = make(map[int]bool)
+			}
+			x.users[in.p.rank] = true
+			x.mu.Unlock()
+		}
+		return in.reply(h.id, st, nil)
+
+	case KindWithdraw:
+		ep.withdrawHandles(in.p.rank, transport.Key(h.key))
+		return in.reply(h.id, StatusOK, nil)
+
+	case KindPing:
+		return in.reply(h.id, StatusOK, nil)
+
+	case KindBye:
+		in.p.markClosed()
+		return in.reply(h.id, StatusOK, nil)
+
+	case KindByeAck:
+		select {
+		case in.byeAck <- nil:
+		default:
+		}
+	}
+	return nil
+}
+
+// atomic applies an accumulate or a compare-and-swap.
+func (in *inConn) atomic(h *header) error {
+	fetch := h.flags&flagFetch != 0
+	n := int(h.length)
+	var src []byte
+	peeked := n <= in.br.Size()
+	if n > 0 {
+		var err error
+		if peeked {
+			src, err = in.br.Peek(n)
+		} else {
+			src = in.buffer(n)
+			err = readFull(in.br, src, in.p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	release := func() error {
+		if peeked && n > 0 {
+			_, err := in.br.Discard(n)
+			return err
+		}
+		return nil
+	}
+	span := n // bytes of the region covered
+	switch {
+	case h.kind == KindCompareSwap:
+		span = h.typ.Size()
+	case h.op == mem.NoOp && n == 0:
+		span = int(h.result)
+	}
+	x := in.p.ep.acquire(transport.Key(h.key))
+	if x == nil {
+		if err := release(); err != nil {
+			return err
+		}
+		if fetch {
+			return in.reply(h.id, StatusNoRegion, nil)
+		}
+		in.refuse(StatusNoRegion)
+		return nil
+	}
+	if !fits(h, span, len(x.mem)) {
+		x.mu.RUnlock()
+		return outside(h, span, len(x.mem))
+	}
+	var res []byte
+	if fetch {
+		res = in.result(int(h.result), peeked, n)
+	}
+	var err error
+	if h.kind == KindCompareSwap {
+		size := h.typ.Size()
+		err = local.CompareSwapAt(x.mem, int(h.off), h.typ, src[:size], src[size:], res)
+	} else {
+		err = local.AccumulateAt(x.mem, int(h.off), h.op, h.typ, src, res)
+	}
+	x.mu.RUnlock()
+	if rerr := release(); rerr != nil {
+		return rerr
+	}
+	if err != nil {
+		if fetch {
+			return in.reply(h.id, statusOf(err), nil)
+		}
+		in.refuse(statusOf(err))
+		return nil
+	}
+	if fetch {
+		if err := in.reply(h.id, StatusOK, res); err != nil {
+			return err
+		}
+	}
+	in.notify(h)
+	return nil
+}
+
+// buffer returns the scratch buffer with at least n bytes.
+func (in *inConn) buffer(n int) []byte {
+	if cap(in.scratch) < n {
+		in.scratch = make([]byte, n)
+	}
+	return in.scratch[:n]
+}
+
+// result returns a buffer of n bytes for the result of a fetching atomic
+// whose operand of m bytes is in the scratch buffer unless peeked.
+func (in *inConn) result(n int, peeked bool, m int) []byte {
+	if peeked {
+		return in.buffer(n)
+	}
+	b := in.buffer(m + n)
+	return b[m : m+n]
+}
+
+// discard skips n bytes of payload.
+func (in *inConn) discard(n int) error {
+	_, err := in.br.Discard(n)
+	return err
+}
+
+// refuse records the refusal of an operation that has no reply: the next
+// flush reports it.
+func (in *inConn) refuse(st Status) {
+	if in.refused == StatusOK {
+		in.refused = st
+	}
+}
+
+// notify delivers the notice of a data request, if it carries one.
+func (in *inConn) notify(h *header) {
+	if h.notice == 0 {
+		return
+	}
+	if f := in.p.ep.Notice(); f != nil {
+		f(in.p.rank, transport.Key(h.key), h.noticeOf())
+	}
+}
+
+// reply queues the reply to request id; it goes out when the reader next
+// waits for the network.
+func (in *inConn) reply(id uint32, st Status, payload []byte) error {
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	h := header{kind: KindReply, notice: uint8(st), id: id, length: uint32(len(payload))}
+	h.encode(in.wh[:])
+	if _, err := in.bw.Write(in.wh[:]); err != nil {
+		return err
+	}
+	if _, err := in.bw.Write(payload); err != nil {
+		return err
+	}
+	in.p.ep.stats.sent(KindReply, headerSize+len(payload))
+	return nil
+}
+
+// flushReplies writes out the queued replies.
+func (in *inConn) flushReplies() error {
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	if in.bw.Buffered() == 0 {
+		return nil
+	}
+	return in.bw.Flush()
+}
+
+// replyBye tells the peer, in the reply direction, that this endpoint
+// closes.
+func (in *inConn) replyBye() error {
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	h := header{kind: KindReplyBye}
+	h.encode(in.wh[:])
+	if _, err := in.bw.Write(in.wh[:]); err != nil {
+		return err
+	}
+	in.p.ep.stats.sent(KindReplyBye, headerSize)
+	return in.bw.Flush()
+}

@@ -1,0 +1,326 @@
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Buffer sizes of a connection. A payload of at most readBuffer bytes is
+// taken whole from the read buffer (a frame cut short writes nothing);
+// a larger one streams straight into its destination.
+const (
+	readBuffer  = 32 << 10
+	writeBuffer = 16 << 10
+	// smallPayload is the largest payload copied behind its header into
+	// one write; larger ones go out with the header in one writev.
+	smallPayload = 4 << 10
+)
+
+// call is a request waiting for its reply. The connection keeps its
+// pending calls by value, so issuing one allocates nothing.
+type call struct {
+	id     uint32
+	dst    []byte                // receives the reply's payload
+	c      *transport.Completion // told when the reply arrives, if not nil
+	w      *waiter               // receives the outcome, if not nil
+	covers uint64                // a flush: the operations it completes
+}
+
+// finish completes the call with err.
+func (cl *call) finish(err error) {
+	switch {
+	case cl.w != nil:
+		cl.w.ch <- err
+	case cl.c != nil:
+		cl.c.Done(err)
+	}
+}
+
+// waiter receives the outcome of a call that a goroutine waits for.
+// Waiters come from a pool and go back once their outcome is received.
+type waiter struct {
+	ch chan error // buffered
+}
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
+
+func newWaiter() *waiter { return waiterPool.Get().(*waiter) }
+
+// wait returns the outcome; the waiter goes back to the pool unless ctx
+// ends first (then the late outcome is dropped with it).
+func (w *waiter) wait(ctx context.Context) error {
+	select {
+	case err := <-w.ch:
+		waiterPool.Put(w)
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// outConn is a connection this endpoint opened to a peer: it writes its
+// requests on it, and a reader goroutine takes the peer's replies.
+type outConn struct {
+	p  *peer
+	c  net.Conn
+	br *bufio.Reader
+
+	wmu    sync.Mutex
+	buf    []byte // header and small payload being written, under wmu
+	issued uint64 // operations written, under wmu
+
+	flushed atomic.Uint64 // operations known complete at the target
+
+	// Calls in the order sent: the target answers in that order.
+	cmu    sync.Mutex
+	calls  []call // calls[head:] are pending
+	head   int
+	lastID uint32
+	err    error // once set, calls fail with it at once
+
+	lastSent atomic.Int64 // unix nanoseconds of the last write
+}
+
+func newOutConn(p *peer, c net.Conn) *outConn {
+	o := &outConn{
+		p:   p,
+		c:   c,
+		br:  bufio.NewReaderSize(c, readBuffer),
+		buf: make([]byte, 0, headerSize+smallPayload),
+	}
+	o.lastSent.Store(time.Now().UnixNano())
+	return o
+}
+
+// send writes the request h with payload, registering cl (if not nil) to
+// receive the reply. On a write error the peer fails and the error is
+// returned.
+func (o *outConn) send(h *header, payload []byte, cl *call) error {
+	o.wmu.Lock()
+	err := o.write(h, payload, nil, cl)
+	o.wmu.Unlock()
+	return o.sent(err)
+}
+
+// send2 is send with a payload in two parts.
+func (o *outConn) send2(h *header, a, b []byte) error {
+	o.wmu.Lock()
+	err := o.write(h, a, b, nil)
+	o.wmu.Unlock()
+	return o.sent(err)
+}
+
+// sent turns a write error into the peer's failure.
+func (o *outConn) sent(err error) error {
+	if err == nil {
+		return nil
+	}
+	if perr := o.p.err(); perr != nil {
+		return perr
+	}
+	if !o.p.ep.open() {
+		return transport.ErrClosed
+	}
+	o.p.lost("write", err)
+	if perr := o.p.err(); perr != nil {
+		return perr
+	}
+	return fmt.Errorf("tcp: rank %d: %v: %w", o.p.rank, err, transport.ErrPeer)
+}
+
+// write writes one frame; o.wmu is held.
+func (o *outConn) write(h *header, a, b []byte, cl *call) error {
+	if cl != nil {
+		if err := o.register(h, cl); err != nil {
+			return err
+		}
+	}
+	n := len(a) + len(b)
+	h.length = uint32(n)
+	buf := o.buf[:headerSize]
+	h.encode(buf)
+	var err error
+	if n <= smallPayload {
+		buf = append(append(buf, a...), b...)
+		_, err = o.c.Write(buf)
+	} else {
+		bufs := net.Buffers{buf, a, b}
+		_, err = bufs.WriteTo(o.c)
+	}
+	if err != nil {
+		return err
+	}
+	switch h.kind {
+	case KindPut, KindGet, KindAccumulate, KindCompareSwap, KindAM:
+		o.issued++
+	}
+	o.lastSent.Store(time.Now().UnixNano())
+	o.p.ep.stats.sent(h.kind, headerSize+n)
+	return nil
+}
+
+// register gives h a fresh id and queues cl under it.
+func (o *outConn) register(h *header, cl *call) error {
+	o.cmu.Lock()
+	defer o.cmu.Unlock()
+	if o.err != nil {
+		return o.err
+	}
+	if o.lastID++; o.lastID == 0 {
+		o.lastID++
+	}
+	h.id = o.lastID
+	cl.id = h.id
+	switch {
+	case o.head == len(o.calls):
+		o.calls, o.head = o.calls[:0], 0
+	case o.head > 0 && len(o.calls) == cap(o.calls):
+		n := copy(o.calls, o.calls[o.head:])
+		clear(o.calls[n:])
+		o.calls, o.head = o.calls[:n], 0
+	}
+	o.calls = append(o.calls, *cl)
+	if cl.c != nil {
+		cl.c.Add(1)
+	}
+	return nil
+}
+
+// take removes and returns the oldest pending call if its id is id, else
+// nil: replies come in the order of the requests.
+func (o *outConn) take(id uint32) (call, bool) {
+	o.cmu.Lock()
+	defer o.cmu.Unlock()
+	if o.head == len(o.calls) || o.calls[o.head].id != id {
+		return call{}, false
+	}
+	cl := o.calls[o.head]
+	o.calls[o.head] = call{}
+	o.head++
+	return cl, true
+}
+
+// failCalls fails every pending call, and every later one, with err.
+func (o *outConn) failCalls(err error) {
+	o.cmu.Lock()
+	if o.err == nil {
+		o.err = err
+	}
+	calls := o.calls[o.head:]
+	o.calls, o.head = nil, 0
+	o.cmu.Unlock()
+	for i := range calls {
+		calls[i].finish(err)
+	}
+}
+
+// close closes the connection and fails its calls with err.
+func (o *outConn) close(err error) {
+	o.c.Close()
+	o.failCalls(err)
+}
+
+// flush sends a flush request if operations were written since the last
+// flush that covered them.
+func (o *outConn) flush() (*waiter, error) {
+	o.wmu.Lock()
+	if o.flushed.Load() >= o.issued {
+		o.wmu.Unlock()
+		return nil, nil
+	}
+	w := newWaiter()
+	err := o.write(&header{kind: KindFlush}, nil, nil, &call{w: w, covers: o.issued})
+	o.wmu.Unlock()
+	if err = o.sent(err); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// readReplies takes the peer's replies until the connection ends.
+func (o *outConn) readReplies() {
+	defer o.p.ep.wg.Done()
+	var hb [headerSize]byte
+	for {
+		if _, err := io.ReadFull(o.br, hb[:]); err != nil {
+			o.p.lost("connection lost", err)
+			return
+		}
+		h, err := decodeHeader(hb[:], false)
+		if err != nil {
+			o.p.fail(fmt.Errorf("tcp: rank %d: %v: %w", o.p.rank, err, transport.ErrPeer))
+			return
+		}
+		o.p.lastHeard.Store(time.Now().UnixNano())
+		o.p.ep.stats.received(h.kind, headerSize+int(h.length))
+		if h.kind == KindReplyBye {
+			o.p.markClosed()
+			o.send(&header{kind: KindByeAck}, nil, nil)
+			continue
+		}
+		cl, ok := o.take(h.id)
+		if !ok {
+			o.p.fail(fmt.Errorf("tcp: rank %d replied out of order (id %d): %w", o.p.rank, h.id, transport.ErrPeer))
+			return
+		}
+		st := Status(h.notice)
+		if st == StatusOK && int(h.length) != len(cl.dst) {
+			cl.finish(transport.ErrPeer)
+			o.p.fail(fmt.Errorf("tcp: rank %d replied with %d bytes, want %d: %w", o.p.rank, h.length, len(cl.dst), transport.ErrPeer))
+			return
+		}
+		if h.length > 0 {
+			if err := readFull(o.br, cl.dst, o.p); err != nil {
+				cl.finish(fmt.Errorf("tcp: rank %d: reply cut short: %w", o.p.rank, transport.ErrPeer))
+				o.p.lost("connection lost", err)
+				return
+			}
+		}
+		if cl.covers > 0 {
+			for {
+				f := o.flushed.Load()
+				if f >= cl.covers || o.flushed.CompareAndSwap(f, cl.covers) {
+					break
+				}
+			}
+		}
+		if err := st.err(); err != nil {
+			cl.finish(fmt.Errorf("tcp: rank %d refused: %w", o.p.rank, err))
+		} else {
+			cl.finish(nil)
+		}
+	}
+}
+
+// readFull reads len(dst) bytes of br into dst: from the buffer at once
+// if they fit in it (nothing is written unless all arrived), else
+// streaming, noting progress as a sign of life of p.
+func readFull(br *bufio.Reader, dst []byte, p *peer) error {
+	if len(dst) <= br.Size() {
+		b, err := br.Peek(len(dst))
+		if err != nil {
+			return err
+		}
+		copy(dst, b)
+		_, err = br.Discard(len(dst))
+		return err
+	}
+	const chunk = 1 << 20
+	for len(dst) > 0 {
+		n := min(len(dst), chunk)
+		if _, err := io.ReadFull(br, dst[:n]); err != nil {
+			return err
+		}
+		dst = dst[n:]
+		p.lastHeard.Store(time.Now().UnixNano())
+	}
+	return nil
+}

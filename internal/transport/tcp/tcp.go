@@ -1,0 +1,536 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Config places an endpoint in its job.
+type Config struct {
+	// Rank and Size place the endpoint in the job.
+	Rank, Size int
+	// Listen is the address the endpoint accepts connections on,
+	// "host:port" (port 0 picks a free one). The host should be the
+	// address of the interface that reaches the other ranks: the
+	// listener binds to it only. Empty means "127.0.0.1:0".
+	Listen string
+	// Exchange is the job's start-up allgather: every rank passes its
+	// data and gets every rank's, indexed by rank. New calls it once,
+	// with the address it listens on.
+	Exchange func(ctx context.Context, data []byte) ([][]byte, error)
+	// Secret is the job secret, at least MinSecret bytes, the same at
+	// every rank: connections from peers that do not prove they hold it
+	// are refused.
+	Secret []byte
+	// PeerTimeout bounds how long a peer may stay silent on a connection
+	// before it is declared failed (0: DefaultPeerTimeout). Idle
+	// connections carry a heartbeat every PeerTimeout/5.
+	PeerTimeout time.Duration
+	// Delay, if positive, holds every frame this endpoint sends for that
+	// long before it reaches the network: a test hook that emulates a
+	// long link where the kernel has no netem.
+	Delay time.Duration
+}
+
+// DefaultPeerTimeout is the PeerTimeout of a zero Config.
+const DefaultPeerTimeout = 10 * time.Second
+
+// Endpoint states.
+const (
+	epOpen uint32 = iota
+	epClosed
+	epKilled
+)
+
+// Endpoint is one rank's endpoint of the TCP transport. It implements
+// transport.Endpoint.
+type Endpoint struct {
+	transport.Handlers
+
+	rank, size int
+	secret     []byte
+	timeout    time.Duration
+	delay      time.Duration
+	ln         net.Listener
+
+	state atomic.Uint32
+	done  chan struct{} // closed when the endpoint stops: ends the accept loop and the heartbeat
+
+	peers []*peer // by rank; nil at this endpoint's own rank
+
+	rmu     sync.RWMutex
+	regions map[transport.Key]*exposed
+	lastKey transport.Key
+
+	hmu     sync.Mutex
+	handles map[handleKey]*region
+
+	stats counters
+	wg    sync.WaitGroup // the accept loop, the heartbeat, the connections' readers
+}
+
+var _ transport.Endpoint = (*Endpoint)(nil)
+
+// New starts rank cfg.Rank's endpoint: it listens, swaps addresses with
+// the other ranks through cfg.Exchange, and returns. Connections are made
+// later, on first use.
+func New(ctx context.Context, cfg Config) (*Endpoint, error) {
+	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
+		return nil, fmt.Errorf("tcp: rank %d of %d", cfg.Rank, cfg.Size)
+	}
+	if len(cfg.Secret) < MinSecret {
+		return nil, fmt.Errorf("tcp: a job secret of at least %d bytes is required, got %d", MinSecret, len(cfg.Secret))
+	}
+	if cfg.Exchange == nil && cfg.Size > 1 {
+		return nil, errors.New("tcp: no Exchange to find the other ranks")
+	}
+	if cfg.PeerTimeout <= 0 {
+		cfg.PeerTimeout = DefaultPeerTimeout
+	}
+	addr := cfg.Listen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: rank %d: %w", cfg.Rank, err)
+	}
+	raceListening(ln.Addr())
+	e := &Endpoint{
+		rank:    cfg.Rank,
+		size:    cfg.Size,
+		secret:  append([]byte(nil), cfg.Secret...),
+		timeout: cfg.PeerTimeout,
+		delay:   cfg.Delay,
+		ln:      ln,
+		done:    make(chan struct{}),
+		peers:   make([]*peer, cfg.Size),
+		regions: make(map[transport.Key]*exposed),
+		handles: make(map[handleKey]*region),
+	}
+	for r := range e.peers {
+		if r != e.rank {
+			e.peers[r] = &peer{ep: e, rank: r}
+		}
+	}
+	// Accept before the addresses are out: a peer may dial as soon as it
+	// has them.
+	e.wg.Add(2)
+	go e.accept()
+	go e.heartbeat()
+	if cfg.Size > 1 {
+		all, err := cfg.Exchange(ctx, []byte(ln.Addr().String()))
+		if err == nil && len(all) != cfg.Size {
+			err = fmt.Errorf("exchange returned %d addresses for %d ranks", len(all), cfg.Size)
+		}
+		if err != nil {
+			e.Kill()
+			return nil, fmt.Errorf("tcp: rank %d: address exchange: %w", cfg.Rank, err)
+		}
+		for r, a := range all {
+			if r == e.rank {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(string(a)); err != nil {
+				e.Kill()
+				return nil, fmt.Errorf("tcp: rank %d: address of rank %d: %w", cfg.Rank, r, err)
+			}
+			e.peers[r].addr = string(a)
+		}
+	}
+	return e, nil
+}
+
+// Group returns cfg.Size connected endpoints in this process, endpoint i
+// having rank i, all listening on loopback (cfg.Listen, if set, must name
+// a host with port 0). Its Rank and Exchange are ignored, and a fresh
+// secret is made if cfg.Secret is empty. It is the TCP transport without
+// processes, for tests and for running the ranks of one process over it.
+func Group(ctx context.Context, cfg Config) ([]*Endpoint, error) {
+	if cfg.Size < 1 {
+		return nil, errors.New("tcp: group of no ranks")
+	}
+	if len(cfg.Secret) == 0 {
+		cfg.Secret = NewSecret()
+	}
+	x := bootstrap.NewLocal(cfg.Size)
+	eps := make([]*Endpoint, cfg.Size)
+	errs := make([]error, cfg.Size)
+	var wg sync.WaitGroup
+	for r := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cfg
+			c.Rank = r
+			c.Exchange = x.Exchange(r)
+			eps[r], errs[r] = New(ctx, c)
+			if errs[r] != nil {
+				x.Fail()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, e := range eps {
+			if e != nil {
+				e.Kill()
+			}
+		}
+		return nil, err
+	}
+	return eps, nil
+}
+
+// Rank returns the endpoint's rank.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size returns the number of ranks.
+func (e *Endpoint) Size() int { return e.size }
+
+// caps are the capabilities of every TCP endpoint.
+var caps = transport.Caps{Name: "tcp"}
+
+// Caps reports the transport's capabilities: operations complete
+// asynchronously, memory is not reached directly, and active messages
+// have no size limit.
+func (e *Endpoint) Caps() transport.Caps { return caps }
+
+// Addr returns the address the endpoint listens on.
+func (e *Endpoint) Addr() net.Addr { return e.ln.Addr() }
+
+// open reports whether the endpoint is open.
+func (e *Endpoint) open() bool { return e.state.Load() == epOpen }
+
+// peer returns the peer of rank target, or an error for a rank out of
+// range or this endpoint's own.
+func (e *Endpoint) peer(target int) (*peer, error) {
+	if uint(target) >= uint(e.size) {
+		return nil, fmt.Errorf("tcp: rank %d out of range (size %d)", target, e.size)
+	}
+	return e.peers[target], nil
+}
+
+// exposed is a region this endpoint exposed. Operations that use its
+// memory hold mu for reading, so Unexpose (which takes it for writing)
+// returns only once none is running.
+type exposed struct {
+	mu    sync.RWMutex
+	mem   []byte
+	dead  bool
+	users map[int]bool // ranks that looked the region up; guarded by mu
+}
+
+// Expose makes m accessible to the other ranks and returns its key. Keys
+// are never reused by an endpoint.
+func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	if !e.open() {
+		return 0, transport.ErrClosed
+	}
+	e.lastKey++
+	e.regions[e.lastKey] = &exposed{mem: m}
+	return e.lastKey, nil
+}
+
+// acquire returns the region key with its lock held for reading, or nil
+// if there is no such region. The caller releases it with mu.RUnlock.
+func (e *Endpoint) acquire(key transport.Key) *exposed {
+	e.rmu.RLock()
+	x := e.regions[key]
+	e.rmu.RUnlock()
+	if x == nil {
+		return nil
+	}
+	x.mu.RLock()
+	if x.dead {
+		x.mu.RUnlock()
+		return nil
+	}
+	return x
+}
+
+// Unexpose withdraws the region key. Operations on it that arrive later
+// are refused (the origin hears of it at its next Flush), and before
+// Unexpose returns, every rank that holds a handle on the region has been
+// told, so its later operations through the handle fail at once with
+// transport.ErrNoRegion (a rank that does not answer within the peer
+// timeout is not waited for further).
+func (e *Endpoint) Unexpose(key transport.Key) error {
+	e.rmu.Lock()
+	if !e.open() {
+		e.rmu.Unlock()
+		return transport.ErrClosed
+	}
+	x := e.regions[key]
+	delete(e.regions, key)
+	e.rmu.Unlock()
+	if x == nil {
+		return fmt.Errorf("tcp: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
+	}
+	x.mu.Lock()
+	x.dead = true
+	users := x.users
+	x.users = nil
+	x.mu.Unlock()
+	e.withdrawHandles(e.rank, key)
+	var waits []*waiter
+	for r := range users {
+		p := e.peers[r]
+		o, err := p.conn()
+		if err != nil {
+			continue
+		}
+		w := newWaiter()
+		if o.send(&header{kind: KindWithdraw, key: uint64(key)}, nil, &call{w: w}) == nil {
+			waits = append(waits, w)
+		}
+	}
+	timer := time.NewTimer(e.timeout)
+	defer timer.Stop()
+	for _, w := range waits {
+		select {
+		case <-w.ch:
+		case <-timer.C:
+			return nil
+		}
+	}
+	return nil
+}
+
+// Flush waits until every operation this endpoint issued to target is
+// complete at the target: it sends a flush request, which the target
+// answers once it has applied everything before it, and returns an error
+// if the target refused one of those operations.
+func (e *Endpoint) Flush(ctx context.Context, target int) error {
+	if !e.open() {
+		return transport.ErrClosed
+	}
+	p, err := e.peer(target)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return ctx.Err()
+	}
+	w, err := p.startFlush()
+	if err != nil || w == nil {
+		return err
+	}
+	return w.wait(ctx)
+}
+
+// FlushAll is Flush for every target, the flushes running together.
+func (e *Endpoint) FlushAll(ctx context.Context) error {
+	if !e.open() {
+		return transport.ErrClosed
+	}
+	var first error
+	var waits []*waiter
+	for _, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		w, err := p.startFlush()
+		if err != nil && first == nil {
+			first = err
+		}
+		if w != nil {
+			waits = append(waits, w)
+		}
+	}
+	for _, w := range waits {
+		if err := w.wait(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// SendAM delivers hdr and payload to target's handler id, in order with
+// the other active messages to target. It writes on the calling goroutine
+// (so it may wait while the target's receive buffer is full) and consumes
+// hdr and payload before it returns. A message to this endpoint itself
+// runs the handler on the calling goroutine.
+func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) error {
+	if !e.open() {
+		return transport.ErrClosed
+	}
+	p, err := e.peer(target)
+	if err != nil {
+		return err
+	}
+	if id >= transport.MaxAMID {
+		return fmt.Errorf("tcp: AMID %d out of range", id)
+	}
+	if len(hdr)+len(payload) > maxPayload {
+		return fmt.Errorf("tcp: active message of %d bytes: %w", len(hdr)+len(payload), transport.ErrTooLarge)
+	}
+	if p == nil {
+		if h := e.AM(id); h != nil {
+			h(e.rank, hdr[:len(hdr):len(hdr)], payload[:len(payload):len(payload)])
+		}
+		return nil
+	}
+	o, err := p.conn()
+	if err != nil {
+		return err
+	}
+	h := header{kind: KindAM, aux: uint8(id), off: uint64(len(hdr)), length: uint32(len(hdr) + len(payload))}
+	return o.send2(&h, hdr, payload)
+}
+
+// Close shuts the endpoint down in an orderly way: it tells every peer it
+// is connected to and waits (at most the peer timeout) for their answer,
+// so that their later operations aimed at it fail with an error matching
+// transport.ErrPeer and none of them reports it as failed; then it closes
+// its connections and withdraws its regions. Later calls fail with
+// transport.ErrClosed. Closing a closed endpoint returns
+// transport.ErrClosed, closing a killed one nil.
+func (e *Endpoint) Close() error {
+	if !e.state.CompareAndSwap(epOpen, epClosed) {
+		if e.state.Load() == epKilled {
+			return nil
+		}
+		return transport.ErrClosed
+	}
+	close(e.done)
+	e.ln.Close()
+	var waits []chan error
+	for _, p := range e.peers {
+		if p != nil {
+			waits = append(waits, p.sayBye()...)
+		}
+	}
+	timer := time.NewTimer(e.timeout)
+	defer timer.Stop()
+wait:
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-timer.C:
+			break wait
+		}
+	}
+	e.stop()
+	return nil
+}
+
+// Kill simulates the abrupt failure of the endpoint's rank, for tests: it
+// closes every connection without a word, so that its peers see it fail
+// as they would a process that died.
+func (e *Endpoint) Kill() error {
+	if !e.state.CompareAndSwap(epOpen, epKilled) {
+		return nil
+	}
+	close(e.done)
+	e.ln.Close()
+	e.stop()
+	return nil
+}
+
+// stop closes every connection, fails what waits on them, stops the
+// endpoint's handles and withdraws its regions, and waits for the
+// background goroutines to end.
+func (e *Endpoint) stop() {
+	for _, p := range e.peers {
+		if p != nil {
+			p.shut(transport.ErrClosed)
+		}
+	}
+	e.hmu.Lock()
+	for _, h := range e.handles {
+		h.stop(hClosed)
+	}
+	e.handles = nil
+	e.hmu.Unlock()
+	e.rmu.Lock()
+	regions := e.regions
+	e.regions = nil
+	e.rmu.Unlock()
+	for _, x := range regions {
+		x.mu.Lock()
+		x.dead = true
+		x.mu.Unlock()
+	}
+	e.wg.Wait()
+}
+
+// accept runs the handshake of every incoming connection and starts its
+// reader.
+func (e *Endpoint) accept() {
+	defer e.wg.Done()
+	for {
+		c, err := e.ln.Accept()
+		if err != nil {
+			select {
+			case <-e.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors: try again
+			continue
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.serveConn(c)
+		}()
+	}
+}
+
+// serveConn authenticates an incoming connection and serves it.
+func (e *Endpoint) serveConn(c net.Conn) {
+	var in *inConn
+	origin, err := serverHandshake(c, e.secret, e.rank, e.size, func(origin int) error {
+		var err error
+		in, err = e.peers[origin].attach(c)
+		return err
+	})
+	if err != nil {
+		c.Close()
+		if in != nil {
+			in.p.fail(fmt.Errorf("tcp: rank %d: handshake: %w: %w", origin, transport.ErrPeer, err))
+		}
+		return
+	}
+	in.serve()
+}
+
+// heartbeat pings idle connections and fails peers that stayed silent
+// longer than the peer timeout.
+func (e *Endpoint) heartbeat() {
+	defer e.wg.Done()
+	every := e.timeout / 5
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		for _, p := range e.peers {
+			if p != nil {
+				p.check(now, int64(every), int64(e.timeout))
+			}
+		}
+	}
+}
