@@ -1,0 +1,61 @@
+// Package tcp is narma's transport between hosts: ranks talk over TCP
+// (IPv4 or IPv6), and the paper's claim about message counts holds frame
+// for frame. A put, an accumulate or a notified put is one frame, header
+// and payload, that the target's reader goroutine checks, writes into the
+// window and then delivers the notice of; a get or a fetching atomic is a
+// request and a reply; a flush is a request that the target answers once
+// it has applied everything before it. Put + flush + flag therefore costs
+// three frames and a reply where a notified put costs one.
+//
+// # Connections
+//
+// Every endpoint listens on one address (Config.Listen: the interface
+// that reaches the other ranks, loopback by default) and learns the
+// others' through the job's start-up exchange. Connections are opened on
+// first use, not at start-up: a rank that talks to a few neighbours holds
+// a few connections (each with a 32 KiB read buffer, a reader goroutine
+// and, on the target side, a 16 KiB reply buffer), so memory per rank
+// grows with the peers it talks to, not with the job. A rank's requests
+// to a peer travel on the connection it opened to that peer, the peer's
+// replies on the same connection back; requests from one origin to one
+// target are therefore applied in issue order, and a notice is delivered
+// after everything issued before it. The first use of a peer pays one
+// connection set-up, usually while the engine looks up the peer's window
+// (Region), which is a request and reply itself.
+//
+// Progress is asynchronous: each connection's reader applies requests
+// and answers them without the target's program calling anything, so
+// passive-target operations complete on their own. Writes happen on the
+// calling goroutine (a put is complete at the origin when Put returns:
+// the payload is in the kernel), and large payloads go out with their
+// header in one writev; at the target a payload that fits the read
+// buffer is taken from it whole, so that a frame cut short writes
+// nothing, and a larger one is read straight into window memory.
+//
+// # Security
+//
+// Every connection starts with a handshake in which both ends prove,
+// with HMAC-SHA256 over fresh nonces, that they hold the job secret
+// (Config.Secret; the launcher makes one per job and hands it to the
+// ranks in their environment). A peer without it is refused before it
+// can send a frame. Every frame is then checked before anything is
+// written: its kind, the fields that kind uses, and then, with the
+// region it names, its displacement, length and alignment. A malformed
+// frame, or one that reaches outside its window, closes the connection
+// and fails that peer; a frame for a region that was just withdrawn is
+// refused and reported to the origin at its next flush.
+//
+// # Failure
+//
+// A peer whose connection breaks, or that stays silent longer than
+// Config.PeerTimeout (idle connections carry a heartbeat every fifth of
+// it), is declared failed: the failure handler is told, and every call
+// that waits on it (flushes, gets, lookups) fails with an error matching
+// transport.ErrPeer. Close says goodbye to every connected peer first,
+// so that an orderly exit is never taken for a failure.
+//
+// # Counting
+//
+// Endpoint.Stats counts the frames and bytes sent and received, by kind,
+// for tests and benchmarks to check message counts.
+package tcp
