@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -79,14 +80,8 @@ func (d *delayConn) run() {
 				return
 			}
 		}
-		if wait := time.Until(next.due); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-d.quit:
-				t.Stop()
-				return
-			}
+		if !d.until(next.due) {
+			return
 		}
 		if _, err := d.Conn.Write(next.b); err != nil {
 			d.mu.Lock()
@@ -95,4 +90,29 @@ func (d *delayConn) run() {
 			return
 		}
 	}
+}
+
+// until waits until due, or until the connection closes (false). Go's
+// timers round sleeps below a millisecond up when the process is idle,
+// so the last millisecond is spent yielding instead: a delay of 100 µs
+// stays 100 µs.
+func (d *delayConn) until(due time.Time) bool {
+	if wait := time.Until(due) - time.Millisecond; wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-d.quit:
+			t.Stop()
+			return false
+		}
+	}
+	for time.Now().Before(due) {
+		select {
+		case <-d.quit:
+			return false
+		default:
+		}
+		runtime.Gosched()
+	}
+	return true
 }
