@@ -191,6 +191,19 @@ func BenchmarkProducerConsumer(b *testing.B) {
 type pingPong func(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error
 
 func pcNotify(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
+	return notifyLoop(c, w, buf, iters, true)
+}
+
+// pcNotifyNoFlush is pcNotify without the flush after each put: the
+// partner's answer is the proof that the put arrived, so nothing else
+// travels. The window must use the Immediate strategy (a deferred lock
+// moves nothing before a flush).
+func pcNotifyNoFlush(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
+	return notifyLoop(c, w, buf, iters, false)
+}
+
+// notifyLoop is the notified-put ping-pong, flushing each put if flush.
+func notifyLoop(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int, flush bool) error {
 	ctx := c.Context()
 	peer := 1 - c.Rank()
 	r, err := w.NotifyInit(peer, 1, 1)
@@ -210,8 +223,10 @@ func pcNotify(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error 
 		if err := w.PutNotify(buf, peer, 0, narma.Tag(1)); err != nil {
 			return err
 		}
-		if err := w.Flush(ctx, peer); err != nil {
-			return err
+		if flush {
+			if err := w.Flush(ctx, peer); err != nil {
+				return err
+			}
 		}
 		if c.Rank() == 0 {
 			if err := r.Start(); err != nil {
@@ -248,6 +263,21 @@ func pcSendRecv(c *narma.Comm, _ *narma.Win[int64], buf []int64, iters int) erro
 }
 
 func pcFlag(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
+	return flagLoop(c, w, buf, iters, false)
+}
+
+// pcFlagLean is put-flag with the fewest messages: put, flush, then the
+// flag written with a non-fetching accumulate (REPLACE) and not flushed
+// (the partner's answer shows it arrived): three messages and the flush's
+// answer per message.
+func pcFlagLean(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
+	return flagLoop(c, w, buf, iters, true)
+}
+
+// flagLoop is the put-flag ping-pong, lean or not. Its waiter yields
+// between looks at its flag, so with GOMAXPROCS=1 a transport that
+// delivers on its own goroutines would wait for the scheduler's tick.
+func flagLoop(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int, lean bool) error {
 	ctx := c.Context()
 	me, peer := c.Rank(), 1-c.Rank()
 	flag := len(buf) // displacement of the flag word
@@ -296,12 +326,18 @@ func pcFlag(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) error {
 		if err := w.Flush(ctx, peer); err != nil {
 			return err
 		}
-		var old int64
-		if err := w.FetchAndOp(base+int64(i+1), &old, peer, flag, narma.Replace); err != nil {
-			return err
-		}
-		if err := w.Flush(ctx, peer); err != nil {
-			return err
+		if lean {
+			if err := w.Accumulate([]int64{base + int64(i+1)}, peer, flag, narma.Replace); err != nil {
+				return err
+			}
+		} else {
+			var old int64
+			if err := w.FetchAndOp(base+int64(i+1), &old, peer, flag, narma.Replace); err != nil {
+				return err
+			}
+			if err := w.Flush(ctx, peer); err != nil {
+				return err
+			}
 		}
 		if me == 0 {
 			if err := wait(); err != nil {

@@ -1,9 +1,8 @@
-package narma
+package narma_test
 
 // The message counts of the Notified Access paper, made visible over TCP:
 // a notified put is one frame, a put followed by flush and flag at least
-// three. This file is an internal test so that it can run a job over TCP
-// endpoints it keeps, to read their frame counters.
+// three, counted by the transport itself.
 
 import (
 	"context"
@@ -11,40 +10,15 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
-	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma"
 	"github.com/narma-rma/narma/internal/transport/tcp"
 )
-
-// runTCP runs fn on n goroutine ranks whose endpoints are those of the TCP
-// transport made with cfg; fn may read eps(rank) for their counters.
-func runTCP(ctx context.Context, n int, cfg tcp.Config, fn func(c *Comm, ep *tcp.Endpoint) error) error {
-	var eps []*tcp.Endpoint
-	prev := newEndpoints
-	defer func() { newEndpoints = prev }()
-	newEndpoints = func(n int) ([]transport.Endpoint, error) {
-		cfg.Size = n
-		g, err := tcp.Group(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		eps = g
-		out := make([]transport.Endpoint, n)
-		for i, e := range g {
-			out[i] = e
-		}
-		return out, nil
-	}
-	return RunContext(ctx, n, func(c *Comm) error { return fn(c, eps[c.Rank()]) })
-}
 
 // sentSince returns the frames ep sent since the snapshot before, by kind.
 func sentSince(ep *tcp.Endpoint, before tcp.Stats) map[tcp.Kind]uint64 {
@@ -57,122 +31,6 @@ func sentSince(ep *tcp.Endpoint, before tcp.Stats) map[tcp.Kind]uint64 {
 	return d
 }
 
-// notifyPingPong bounces buf between ranks 0 and 1 iters times with
-// notified puts matched by a persistent request. The reply to a message
-// is the proof that it arrived, so no flush is needed; w must use the
-// Immediate strategy (a deferred lock moves nothing before a flush).
-func notifyPingPong(c *Comm, w *Win[int64], buf []int64, iters int) error {
-	ctx := c.Context()
-	peer := 1 - c.Rank()
-	r, err := w.NotifyInit(peer, 1, 1)
-	if err != nil {
-		return err
-	}
-	defer r.Free()
-	wait := func() error {
-		if err := r.Start(); err != nil {
-			return err
-		}
-		_, err := r.Wait(ctx)
-		return err
-	}
-	for i := 0; i < iters; i++ {
-		if c.Rank() == 1 {
-			if err := wait(); err != nil {
-				return err
-			}
-		}
-		if err := w.PutNotify(buf, peer, 0, Tag(1)); err != nil {
-			return err
-		}
-		if c.Rank() == 0 {
-			if err := wait(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// flagPingPong bounces buf with a put, a flush and an update of a flag
-// word (at displacement len(buf), an accumulate with Replace so that it is
-// atomic at the target) that the receiver polls in its own window. Flags
-// count up from their value at the call, which both ranks share.
-func flagPingPong(c *Comm, w *Win[int64], buf []int64, iters int) error {
-	ctx := c.Context()
-	me, peer := c.Rank(), 1-c.Rank()
-	flagAt := len(buf)
-	local := (*atomic.Int64)(unsafe.Pointer(&w.Local()[flagAt]))
-	seen := local.Load()
-	if err := c.Barrier(ctx); err != nil { // both read their flag before either bumps the other's
-		return err
-	}
-	wait := func() error {
-		// Yield a few times, then sleep a microsecond between looks: a
-		// goroutine that only yields keeps Go's scheduler from polling
-		// the network, so the flag would never come.
-		for i := 0; local.Load() == seen; i++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if i < 16 {
-				runtime.Gosched()
-			} else {
-				time.Sleep(time.Microsecond)
-			}
-		}
-		seen = local.Load()
-		return nil
-	}
-	next := []int64{0}
-	for i := 0; i < iters; i++ {
-		if me == 1 {
-			if err := wait(); err != nil {
-				return err
-			}
-		}
-		if err := w.Put(buf, peer, 0); err != nil {
-			return err
-		}
-		if err := w.Flush(ctx, peer); err != nil {
-			return err
-		}
-		next[0] = seen + 1
-		if err := w.Accumulate(next, peer, flagAt, Replace); err != nil {
-			return err
-		}
-		if me == 0 {
-			if err := wait(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// sendRecvPingPong bounces buf with Send and Recv.
-func sendRecvPingPong(c *Comm, buf []int64, iters int) error {
-	ctx := c.Context()
-	peer := 1 - c.Rank()
-	msg := Bytes(buf)
-	for i := 0; i < iters; i++ {
-		if c.Rank() == 1 {
-			if _, err := c.Recv(ctx, msg, peer, 1); err != nil {
-				return err
-			}
-		}
-		if err := c.Send(ctx, msg, peer, 1); err != nil {
-			return err
-		}
-		if c.Rank() == 0 {
-			if _, err := c.Recv(ctx, msg, peer, 1); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // TestTCPFrameCounts: over TCP, a notified-put ping-pong sends exactly one
 // frame per message and nothing else, while put + flush + flag sends at
 // least three frames per message (put, flush, flag put), as the
@@ -183,9 +41,9 @@ func TestTCPFrameCounts(t *testing.T) {
 	defer cancel()
 	type counts struct{ notify, flag map[tcp.Kind]uint64 }
 	var got [2]counts
-	err := runTCP(ctx, 2, tcp.Config{PeerTimeout: time.Minute}, func(c *Comm, ep *tcp.Endpoint) error {
+	err := narma.RunTCP(ctx, 2, tcp.Config{PeerTimeout: time.Minute}, func(c *narma.Comm, ep *tcp.Endpoint) error {
 		jctx := c.Context()
-		w, err := Allocate[int64](jctx, c, 2, WithStrategy(Immediate))
+		w, err := narma.Allocate[int64](jctx, c, 2, narma.WithStrategy(narma.Immediate))
 		if err != nil {
 			return err
 		}
@@ -197,7 +55,7 @@ func TestTCPFrameCounts(t *testing.T) {
 			return err
 		}
 		before := ep.Stats()
-		if err := notifyPingPong(c, w, buf, iters); err != nil {
+		if err := pcNotifyNoFlush(c, w, buf, iters); err != nil {
 			return err
 		}
 		got[c.Rank()].notify = sentSince(ep, before)
@@ -205,7 +63,7 @@ func TestTCPFrameCounts(t *testing.T) {
 			return err
 		}
 		before = ep.Stats()
-		if err := flagPingPong(c, w, buf, iters); err != nil {
+		if err := pcFlagLean(c, w, buf, iters); err != nil {
 			return err
 		}
 		got[c.Rank()].flag = sentSince(ep, before)
@@ -303,10 +161,10 @@ func tcpPingPongRounds(size, iters, rounds int, delay time.Duration, variants []
 	}
 	defer raw.close()
 	times := map[string][]float64{}
-	err = runTCP(ctx, 2, tcp.Config{PeerTimeout: time.Minute, Delay: delay}, func(c *Comm, _ *tcp.Endpoint) error {
+	err = narma.RunTCP(ctx, 2, tcp.Config{PeerTimeout: time.Minute, Delay: delay}, func(c *narma.Comm, _ *tcp.Endpoint) error {
 		jctx := c.Context()
 		n := size / 8
-		w, err := Allocate[int64](jctx, c, n+1, WithStrategy(Immediate))
+		w, err := narma.Allocate[int64](jctx, c, n+1, narma.WithStrategy(narma.Immediate))
 		if err != nil {
 			return err
 		}
@@ -326,15 +184,13 @@ func tcpPingPongRounds(size, iters, rounds int, delay time.Duration, variants []
 						err = raw.pingPong(iters)
 					}
 				case "put-notify":
-					err = notifyPingPong(c, w, buf, iters)
+					err = pcNotifyNoFlush(c, w, buf, iters)
 				case "put-flag":
-					err = flagPingPong(c, w, buf, iters)
-					start = time.Now() // its opening barrier is not part of it
-					if err == nil {
-						err = flagPingPong(c, w, buf, iters)
-					}
+					// Timed with the barrier it opens with (a small share
+					// of a round: against it, not for it).
+					err = pcFlagLean(c, w, buf, iters)
 				case "send-recv":
-					err = sendRecvPingPong(c, buf, iters)
+					err = pcSendRecv(c, w, buf, iters)
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", v, err)
