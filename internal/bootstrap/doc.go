@@ -10,6 +10,27 @@
 // is also a barrier. Transports use the rounds to swap the names of their
 // segments or addresses; nothing on the data path goes through here.
 //
+// # Environment
+//
+// A rank finds its job in these variables ([FromEnv]; [Env.Environ]
+// writes them):
+//
+//	NARMA_RANK         this process's rank, 0..size-1
+//	NARMA_SIZE         number of ranks
+//	NARMA_BOOTSTRAP    the server's address, "unix:" + socket path
+//	NARMA_JOB          job identifier (names the shared-memory segments)
+//	NARMA_TRANSPORT    transport between the ranks: "shm" or "tcp"
+//	NARMA_SECRET       job secret, hex-encoded; the launcher makes a fresh
+//	                   random one for every job; the tcp transport needs it
+//	                   (at least 16 bytes) to authenticate its connections
+//	NARMA_TCP_LISTEN   address the tcp transport listens on, "host:port"
+//	                   (optional; default 127.0.0.1:0)
+//	NARMA_TCP_TIMEOUT  the tcp transport's peer timeout, a Go duration
+//	                   (optional; default the transport's, 10s)
+//
+// The secret is as private as the environment of the user's processes;
+// [Env]'s String method leaves it out.
+//
 // # Failure
 //
 // The server fails the whole job, and every rank's pending or next

@@ -1,8 +1,11 @@
 package bootstrap
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // lookupIn returns a lookup function over the "KEY=value" strings env.
@@ -18,13 +21,93 @@ func lookupIn(env []string) func(string) (string, bool) {
 }
 
 func TestEnvironRoundTrip(t *testing.T) {
-	want := Env{Rank: 2, Size: 5, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "shm"}
-	got, ok, err := fromLookup(lookupIn(want.Environ()))
-	if err != nil || !ok {
-		t.Fatalf("fromLookup(Environ()) = %v, %v, %v", got, ok, err)
+	for _, want := range []Env{
+		{Rank: 2, Size: 5, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "shm"},
+		{Rank: 0, Size: 3, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "tcp",
+			Secret: EncodeSecret([]byte("0123456789abcdef0123456789abcdef")), Listen: "127.0.0.1:0", PeerTimeout: 90 * time.Second},
+		{Rank: 1, Size: 3, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "tcp",
+			Secret: "00ff", PeerTimeout: 1500 * time.Millisecond},
+	} {
+		env := want.Environ()
+		got, ok, err := fromLookup(lookupIn(env))
+		if err != nil || !ok {
+			t.Fatalf("fromLookup(Environ()) = %v, %v, %v", got, ok, err)
+		}
+		if got != want {
+			t.Fatalf("fromLookup(Environ()) = %v, want %v", got, want)
+		}
+		// The optional variables are written only when set.
+		for key, set := range map[string]bool{EnvSecret: want.Secret != "", EnvTCPListen: want.Listen != "", EnvTCPTimeout: want.PeerTimeout != 0} {
+			has := slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, key+"=") })
+			if has != set {
+				t.Errorf("Environ() of %v has %s: %v, want %v", want, key, has, set)
+			}
+		}
+		if got.Secret != "" {
+			b, err := got.SecretBytes(2)
+			if err != nil || EncodeSecret(b) != want.Secret {
+				t.Errorf("SecretBytes() = %x, %v; want the secret", b, err)
+			}
+		}
 	}
-	if got != want {
-		t.Fatalf("fromLookup(Environ()) = %+v, want %+v", got, want)
+}
+
+// TestVarsCoverEnviron: every variable Environ writes is one of Vars, so
+// a launcher that drops those from what its ranks inherit drops them all.
+func TestVarsCoverEnviron(t *testing.T) {
+	e := Env{Rank: 0, Size: 1, Addr: "unix:/s", Job: "1-ab", Transport: "tcp", Secret: "00", Listen: "h:0", PeerTimeout: time.Second}
+	for _, kv := range e.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(Vars(), k) {
+			t.Errorf("Environ() writes %s, which Vars() lacks", k)
+		}
+	}
+	if len(e.Environ()) != len(Vars()) {
+		t.Errorf("Environ() of a full Env writes %d variables, Vars() has %d", len(e.Environ()), len(Vars()))
+	}
+}
+
+func TestSecretBytes(t *testing.T) {
+	secret := EncodeSecret([]byte("0123456789abcdef"))
+	for _, tt := range []struct {
+		name, secret string
+		wantErr      string
+	}{
+		{"ok", secret, ""},
+		{"missing", "", EnvSecret + " is missing"},
+		{"short", secret[:30], "15 bytes, fewer than the 16 required"},
+		{"not hex", "zz" + secret, "not hexadecimal"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := (Env{Secret: tt.secret}).SecretBytes(16)
+			if tt.wantErr == "" {
+				if err != nil || string(b) != "0123456789abcdef" {
+					t.Fatalf("SecretBytes() = %q, %v", b, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("SecretBytes() = %q, %v; want an error with %q", b, err, tt.wantErr)
+			}
+			if tt.secret != "" && strings.Contains(err.Error(), tt.secret) {
+				t.Fatalf("error %q shows the secret", err)
+			}
+		})
+	}
+}
+
+// TestEnvPrintsNoSecret: an Env printed in any of the usual ways does not
+// show its secret.
+func TestEnvPrintsNoSecret(t *testing.T) {
+	const secret = "5ec4e75ec4e75ec4e75ec4e75ec4e75e"
+	e := Env{Rank: 1, Size: 2, Addr: "unix:/s", Job: "1-ab", Transport: "tcp", Secret: secret}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if out := fmt.Sprintf(format, e); strings.Contains(out, secret) || !strings.Contains(out, "Secret:set") {
+			t.Errorf("Sprintf(%q, env) = %q", format, out)
+		}
+	}
+	if out := fmt.Sprint(&e); strings.Contains(out, secret) {
+		t.Errorf("Sprint(&env) = %q", out)
 	}
 }
 
@@ -55,6 +138,7 @@ func TestFromEnvReal(t *testing.T) {
 func TestFromEnvInvalid(t *testing.T) {
 	good := map[string]string{
 		EnvRank: "1", EnvSize: "4", EnvAddr: "unix:/tmp/s", EnvJob: "1-ab", EnvTransport: "shm",
+		EnvSecret: "00ff", EnvTCPListen: "127.0.0.1:0", EnvTCPTimeout: "5s",
 	}
 	tests := []struct {
 		name, key, value string // value "-" removes key
@@ -74,6 +158,10 @@ func TestFromEnvInvalid(t *testing.T) {
 		{"address without scheme", EnvAddr, "/tmp/s", "address"},
 		{"address without path", EnvAddr, "unix:", "address"},
 		{"address empty", EnvAddr, "", "address"},
+		{"secret not hex", EnvSecret, "s3cr3t", EnvSecret + " is not hexadecimal"},
+		{"secret of odd length", EnvSecret, "0ff", EnvSecret + " is not hexadecimal"},
+		{"timeout not a duration", EnvTCPTimeout, "10", EnvTCPTimeout},
+		{"timeout negative", EnvTCPTimeout, "-1s", EnvTCPTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +181,9 @@ func TestFromEnvInvalid(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.wantInMsg) {
 				t.Fatalf("error %q does not mention %q", err, tt.wantInMsg)
+			}
+			if tt.key == EnvSecret && strings.Contains(err.Error(), tt.value) {
+				t.Fatalf("error %q shows the secret", err)
 			}
 		})
 	}
