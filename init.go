@@ -12,10 +12,11 @@ import (
 
 // Init joins the job this process belongs to and returns its rank's Comm.
 // Under the launcher (narmarun -n 4 ./prog) every process is one rank and
-// the ranks communicate through shared memory; without a launcher Init
-// returns a job of this process alone, one rank (as MPI's singleton init
-// does), so that a program run with plain `go run` works too. A process
-// calls Init once; it ends its part with Comm.Close.
+// the ranks communicate through shared memory (or over TCP, with
+// narmarun --transport tcp); without a launcher Init returns a job of
+// this process alone, one rank (as MPI's singleton init does), so that a
+// program run with plain `go run` works too. A process calls Init once;
+// it ends its part with Comm.Close.
 //
 // ctx bounds the start-up (meeting the other ranks). The Comm's Context
 // lasts until Close.
@@ -30,6 +31,13 @@ func Init(ctx context.Context) (*Comm, error) {
 	jctx, cancel := context.WithCancel(context.Background())
 	c := &Comm{ctx: jctx}
 	c.e = engine.New(j.Endpoint, jctx.Done(), nil)
+	if j.Ready != nil {
+		// The engine's handlers are in place: wait for the other ranks'.
+		if err := j.Ready(ctx); err != nil {
+			cancel()
+			return nil, errors.Join(fmt.Errorf("narma: Init: %w", err), c.e.Close())
+		}
+	}
 	c.fin = &finalizer{cancel: cancel}
 	return c, nil
 }

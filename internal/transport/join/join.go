@@ -29,9 +29,16 @@ type Job struct {
 	// Singleton reports a job of this process alone, made without a
 	// launcher.
 	Singleton bool
-	// Transport names the transport ("shm", or the in-process one of a
-	// singleton).
+	// Transport names the transport ("shm" or "tcp", or the in-process
+	// one of a singleton).
 	Transport string
+	// Ready, when not nil, must be called once this rank's handlers are
+	// installed on Endpoint and before anything is sent through it. It
+	// waits until every rank has installed its own (a last round of the
+	// bootstrap), so that no message reaches a rank before its handlers:
+	// the tcp transport drops what arrives without a handler. It closes
+	// the bootstrap connection, whatever its outcome.
+	Ready func(ctx context.Context) error
 }
 
 // Join returns this process's endpoint in the job its environment

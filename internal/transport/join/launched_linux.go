@@ -13,8 +13,10 @@ import (
 func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	switch env.Transport {
 	case "", "shm":
+	case "tcp":
+		return launchedTCP(ctx, env)
 	default:
-		return nil, fmt.Errorf("join: %s=%q: this build knows the shm transport only", bootstrap.EnvTransport, env.Transport)
+		return nil, fmt.Errorf("join: %s=%q: unknown transport (want shm or tcp)", bootstrap.EnvTransport, env.Transport)
 	}
 	client, err := bootstrap.Dial(ctx, env.Addr, env.Rank, env.Size)
 	if err != nil {

@@ -9,7 +9,15 @@ import (
 	"github.com/narma-rma/narma/internal/bootstrap"
 )
 
-// launched fails: the transports between processes need Linux.
+// launched joins the job of a launcher over TCP; the shared-memory
+// transport needs Linux.
 func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
-	return nil, fmt.Errorf("join: rank %d of %d: jobs of several processes need Linux (shared memory and futexes)", env.Rank, env.Size)
+	switch env.Transport {
+	case "tcp":
+		return launchedTCP(ctx, env)
+	case "", "shm":
+		return nil, fmt.Errorf("join: rank %d of %d: the shm transport needs Linux (shared memory and futexes); use tcp", env.Rank, env.Size)
+	default:
+		return nil, fmt.Errorf("join: %s=%q: unknown transport (want tcp; shm needs Linux)", bootstrap.EnvTransport, env.Transport)
+	}
 }
