@@ -13,6 +13,7 @@ import (
 
 	"github.com/narma-rma/narma/internal/bootstrap"
 	"github.com/narma-rma/narma/internal/transport/shm"
+	"github.com/narma-rma/narma/internal/transport/tcp"
 )
 
 // drainPatience bounds the wait for the end of the ranks' output once
@@ -25,6 +26,7 @@ type launcher struct {
 	cfg    config
 	path   string // the program's resolved path
 	job    string // job identifier
+	secret string // job secret, hex-encoded; never printed
 	dir    string // private temporary directory, holding the socket
 	srv    *bootstrap.Server
 	stdout *sink
@@ -63,6 +65,9 @@ func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	l.removeStale()
 
 	l.job = shm.NewJobID()
+	// Every job gets a fresh secret, whatever its transport; the tcp
+	// transport authenticates its connections with it.
+	l.secret = bootstrap.EncodeSecret(tcp.NewSecret())
 	defer l.cleanup()
 	if l.dir, err = os.MkdirTemp("", "narmarun-"); err != nil {
 		l.logf("%v", err)

@@ -15,8 +15,9 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 // rank means killing it alone.
 func signalGroup(p *os.Process, _ syscall.Signal) error { return p.Kill() }
 
-// describeExit returns a rank's exit status and how it ended.
-func describeExit(ps *os.ProcessState) (status int, how string) {
+// describeExit returns a rank's exit status, the signal that killed it
+// (always 0 here) and how it ended.
+func describeExit(ps *os.ProcessState) (status int, sig syscall.Signal, how string) {
 	code := ps.ExitCode()
-	return code, fmt.Sprintf("exited with status %d", code)
+	return code, 0, fmt.Sprintf("exited with status %d", code)
 }

@@ -20,17 +20,17 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 }
 
 // describeExit returns a rank's exit status as a shell reports it (128
-// plus the signal number for a process killed by a signal) and a
-// description of how it ended.
-func describeExit(ps *os.ProcessState) (status int, how string) {
+// plus the signal number for a process killed by a signal), the signal
+// that killed it (0 if it exited) and a description of how it ended.
+func describeExit(ps *os.ProcessState) (status int, sig syscall.Signal, how string) {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		sig := ws.Signal()
 		how = fmt.Sprintf("killed by signal %d (%v)", int(sig), sig)
 		if ws.CoreDump() {
 			how += ", core dumped"
 		}
-		return exitSignal + int(sig), how
+		return exitSignal + int(sig), sig, how
 	}
 	code := ps.ExitCode()
-	return code, fmt.Sprintf("exited with status %d", code)
+	return code, 0, fmt.Sprintf("exited with status %d", code)
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,14 +26,16 @@ func (r *rank) pid() int { return r.cmd.Process.Pid }
 // exit is how a rank ended.
 type exit struct {
 	rank   int
-	status int    // as a shell reports it
-	how    string // "exited with status 3", "killed by signal 9 (killed)"
+	status int            // as a shell reports it
+	signal syscall.Signal // that killed it, or 0
+	how    string         // "exited with status 3", "killed by signal 9 (killed)"
+	at     time.Time      // when narmarun learned of it
 }
 
 // start starts the ranks in order. On failure it returns the rank that
 // could not start and why; the ranks started before it keep running.
 func (l *launcher) start() (int, error) {
-	env := os.Environ()
+	env := inherited(os.Environ())
 	// The kernel sends Pdeathsig when the thread that forked a rank ends,
 	// not the process. The runtime ends a thread only when a goroutine
 	// locked to it exits without unlocking; forking from a locked
@@ -51,9 +55,25 @@ func (l *launcher) start() (int, error) {
 	return l.cfg.n, nil
 }
 
+// inherited returns the part of narmarun's environment env that the ranks
+// inherit: all but the job's variables (NARMA_TRANSPORT, NARMA_SECRET and
+// the others of package bootstrap), which narmarun sets itself, so that
+// what the user's environment holds (say NARMA_TRANSPORT=tcp, which
+// chooses the transport of goroutine ranks) never mixes into the job.
+func inherited(env []string) []string {
+	vars := bootstrap.Vars()
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(vars, k)
+	})
+}
+
 // startRank starts rank r, and a goroutine that reports its exit.
 func (l *launcher) startRank(r int, env []string) error {
-	jobEnv := bootstrap.Env{Rank: r, Size: l.cfg.n, Addr: l.srv.Addr(), Job: l.job, Transport: l.cfg.transport}
+	jobEnv := bootstrap.Env{Rank: r, Size: l.cfg.n, Addr: l.srv.Addr(), Job: l.job, Transport: l.cfg.transport, Secret: l.secret}
+	if l.cfg.transport == "tcp" {
+		jobEnv.Listen, jobEnv.PeerTimeout = tcpListen, l.cfg.peerTimeout
+	}
 	var ours []*os.File // pipe ends to close once the rank has its copy
 	defer func() {
 		for _, f := range ours {
@@ -85,11 +105,12 @@ func (l *launcher) startRank(r int, env []string) error {
 	l.ranks = append(l.ranks, &rank{id: r, cmd: cmd})
 	go func() {
 		err := cmd.Wait()
-		status, how := exitFailure, fmt.Sprintf("could not be waited for: %v", err)
+		e := exit{rank: r, status: exitFailure, how: fmt.Sprintf("could not be waited for: %v", err)}
 		if cmd.ProcessState != nil {
-			status, how = describeExit(cmd.ProcessState)
+			e.status, e.signal, e.how = describeExit(cmd.ProcessState)
 		}
-		l.exits <- exit{rank: r, status: status, how: how}
+		e.at = time.Now()
+		l.exits <- e
 	}()
 	return nil
 }

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
 )
 
 // Exit statuses of narmarun besides a rank's own.
@@ -22,7 +25,11 @@ const (
 )
 
 // transports lists the transports narmarun can set up.
-var transports = []string{"shm"}
+var transports = []string{"shm", "tcp"}
+
+// tcpListen is the address the ranks of a tcp job listen on: narmarun
+// starts them all on this host.
+const tcpListen = "127.0.0.1:0"
 
 // config is what the command line asks for.
 type config struct {
@@ -31,9 +38,12 @@ type config struct {
 	grace     time.Duration
 	tag       bool
 	transport string
-	verbose   bool
-	program   string
-	args      []string
+	// peerTimeout is the tcp transport's peer timeout, from
+	// NARMA_TCP_TIMEOUT in narmarun's environment (0: the default).
+	peerTimeout time.Duration
+	verbose     bool
+	program     string
+	args        []string
 }
 
 // run is narmarun with its command-line arguments (without the command
@@ -56,13 +66,15 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 	fs.DurationVar(&cfg.timeout, "timeout", 0, "stop the job after `duration` and exit with status 124 (0: no limit)")
 	fs.DurationVar(&cfg.grace, "grace", 2*time.Second, "time between SIGTERM and SIGKILL when stopping the ranks")
 	fs.BoolVar(&cfg.tag, "tag-output", false, `prefix each line of the ranks' output with "[rank] "`)
-	fs.StringVar(&cfg.transport, "transport", "shm", "transport between the ranks: "+strings.Join(transports, ", "))
+	fs.StringVar(&cfg.transport, "transport", "shm", "transport between the ranks, by `name`: shm (shared memory, Linux only)\nor tcp (loopback connections authenticated with a fresh secret per job)")
 	fs.BoolVar(&cfg.verbose, "v", false, "report the job id, the ranks' pids and stale segments removed, on stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: narmarun -n N [flags] program [args...]\n\n"+
 			"Starts N processes of program, the ranks of one narma job. Flags (-flag or\n"+
 			"--flag) end at the program name; what follows goes to the program.\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nWith --transport tcp, %s in narmarun's environment, if set, is\n"+
+			"the peer timeout: how long a silent rank is waited for (a duration, e.g. 30s).\n", bootstrap.EnvTCPTimeout)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,6 +98,13 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 		return usage("--grace must not be negative (got %v)", cfg.grace)
 	case !slices.Contains(transports, cfg.transport):
 		return usage("unknown transport %q (supported: %s)", cfg.transport, strings.Join(transports, ", "))
+	}
+	if v := os.Getenv(bootstrap.EnvTCPTimeout); v != "" && cfg.transport == "tcp" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return usage("%s=%q is not a duration of at least 0 (such as 30s)", bootstrap.EnvTCPTimeout, v)
+		}
+		cfg.peerTimeout = d
 	}
 	cfg.program, cfg.args = fs.Arg(0), fs.Args()[1:]
 	return cfg, 0, true

@@ -54,6 +54,78 @@ echo "hello from rank $NARMA_RANK"
 	}
 }
 
+// TestJobEnvironment: narmarun sets the job's variables itself, whatever
+// its own environment holds: a fresh secret for every job, the same at
+// every rank, and the tcp variables for a tcp job only. It prints the
+// secret nowhere, -v included.
+func TestJobEnvironment(t *testing.T) {
+	const n = 3
+	// What the user's environment may hold: NARMA_TRANSPORT=tcp chooses
+	// the transport of goroutine ranks, not that of narmarun's job.
+	t.Setenv("NARMA_TRANSPORT", "tcp")
+	t.Setenv("NARMA_SECRET", "inherited")
+	t.Setenv("NARMA_TCP_LISTEN", "0.0.0.0:9")
+	t.Setenv("NARMA_JOB", "inherited")
+	t.Setenv("NARMA_TCP_TIMEOUT", "7s")
+	const body = `printf '%s\n' "$NARMA_TRANSPORT" "${NARMA_SECRET-unset}" "${NARMA_TCP_LISTEN-unset}" "${NARMA_TCP_TIMEOUT-unset}" "$NARMA_JOB" > "$1/env.$NARMA_RANK"
+`
+	hexSecret := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// job runs the script with flags and returns what each rank saw.
+	job := func(flags ...string) [][]string {
+		t.Helper()
+		res, dir := runScript(t, body, append([]string{"-n", fmt.Sprint(n), "-v"}, flags...)...)
+		if res.status != 0 {
+			t.Fatalf("status %d, want 0", res.status)
+		}
+		var seen [][]string
+		for r := range n {
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("env.%d", r)))
+			if err != nil {
+				t.Fatalf("rank %d did not run: %v", r, err)
+			}
+			f := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			if len(f) != 5 {
+				t.Fatalf("rank %d saw %q", r, f)
+			}
+			if !hexSecret.MatchString(f[1]) {
+				t.Errorf("rank %d: NARMA_SECRET is %q, want 32 bytes in hex", r, f[1])
+			}
+			if strings.Contains(res.stdout+res.stderr, f[1]) {
+				t.Errorf("narmarun printed the secret")
+			}
+			if f[4] == "inherited" {
+				t.Errorf("rank %d inherited NARMA_JOB", r)
+			}
+			if r > 0 && !slices.Equal(f, seen[0]) {
+				t.Errorf("rank %d saw %q, rank 0 %q", r, f, seen[0])
+			}
+			seen = append(seen, f)
+		}
+		return seen
+	}
+	shm := job()
+	if want := []string{"shm", shm[0][1], "unset", "unset"}; !slices.Equal(shm[0][:4], want) {
+		t.Errorf("a shm job saw %q, want %q", shm[0][:4], want)
+	}
+	tcpJob := job("--transport", "tcp")
+	if want := []string{"tcp", tcpJob[0][1], "127.0.0.1:0", "7s"}; !slices.Equal(tcpJob[0][:4], want) {
+		t.Errorf("a tcp job saw %q, want %q", tcpJob[0][:4], want)
+	}
+	if tcpJob[0][1] == shm[0][1] {
+		t.Errorf("two jobs had the same secret")
+	}
+
+	t.Setenv("NARMA_TCP_TIMEOUT", "soon")
+	res := runNarmarun(t, t.Context(), "-n", "2", "--transport", "tcp", "/bin/true")
+	if res.status != 2 || !strings.Contains(res.stderr, `NARMA_TCP_TIMEOUT="soon" is not a duration`) {
+		t.Errorf("NARMA_TCP_TIMEOUT=soon: status %d, stderr %q; want 2 and an explanation", res.status, res.stderr)
+	}
+	// A shm job has no use for it.
+	if res := runNarmarun(t, t.Context(), "-n", "2", "/bin/true"); res.status != 0 {
+		t.Errorf("NARMA_TCP_TIMEOUT=soon made a shm job fail: status %d", res.status)
+	}
+}
+
 func TestArgumentsGoToTheProgram(t *testing.T) {
 	res, _ := runScript(t, `shift; echo "args: $*"`, "-n", "1")
 	if res.status != 0 || res.stdout != "args: \n" {
@@ -134,6 +206,34 @@ sleep 120
 		t.Fatalf("status %d, want 5", res.status)
 	}
 	checkStopped(t, res, dir, 2)
+}
+
+// TestSuddenDeathFirst: rank 1 exits with an error and, a moment later,
+// rank 2 is killed by a signal narmarun did not send, as when rank 1
+// noticed over its connection that rank 2 had died before narmarun reaped
+// rank 2. Rank 2 is taken for the first failure; a death long after
+// (beyond settle) is not.
+func TestSuddenDeathFirst(t *testing.T) {
+	body := func(delay string) string {
+		return writePID + `
+case $NARMA_RANK in
+1) sleep 0.2; exit 3 ;;
+2) trap '' TERM; sleep 0.2; sleep ` + delay + `; kill -9 $$ ;;
+esac
+exit 0
+`
+	}
+	res, _ := runScript(t, body("0.05"), "-n", "3")
+	if res.status != 128+9 {
+		t.Errorf("status %d, want 137 (rank 2's)", res.status)
+	}
+	if !regexp.MustCompile(`narmarun: rank 2 \(pid \d+\) killed by signal 9 \(killed\) as rank 1 failed: taking it for the first failure\n`).MatchString(res.stderr) {
+		t.Errorf("stderr %q does not report rank 2's death", res.stderr)
+	}
+	res, _ = runScript(t, body(fmt.Sprint(2*settle.Seconds())), "-n", "3", "--grace", "10s")
+	if res.status != 3 || strings.Contains(res.stderr, "rank 2") {
+		t.Errorf("status %d, stderr %q; want 3 and rank 1 blamed alone", res.status, res.stderr)
+	}
 }
 
 func TestTimeout(t *testing.T) {
@@ -339,7 +439,8 @@ func TestBadCommandLine(t *testing.T) {
 		{"-n", "two", "/bin/true"},
 		{"-n", "2"},
 		{"-n", "2", "--no-such-flag", "/bin/true"},
-		{"-n", "2", "--transport", "tcp", "/bin/true"},
+		{"-n", "2", "--transport", "udp", "/bin/true"},
+		{"-n", "2", "--transport", "", "/bin/true"},
 		{"-n", "2", "--timeout", "-1s", "/bin/true"},
 		{"-n", "2", "--timeout", "soon", "/bin/true"},
 	} {
@@ -351,11 +452,12 @@ func TestBadCommandLine(t *testing.T) {
 			t.Errorf("narmarun %q printed %q on stdout", args, res.stdout)
 		}
 	}
-	res := runNarmarun(t, t.Context(), "-n", "2", "--transport", "tcp", "/bin/true")
-	if !strings.Contains(res.stderr, `unknown transport "tcp"`) {
+	res := runNarmarun(t, t.Context(), "-n", "2", "--transport", "udp", "/bin/true")
+	if !strings.Contains(res.stderr, `unknown transport "udp" (supported: shm, tcp)`) {
 		t.Errorf("stderr %q does not explain the transport", res.stderr)
 	}
-	if res := runNarmarun(t, t.Context(), "-h"); res.status != 0 || !strings.Contains(res.stderr, "-tag-output") {
+	if res := runNarmarun(t, t.Context(), "-h"); res.status != 0 || !strings.Contains(res.stderr, "-tag-output") ||
+		!strings.Contains(res.stderr, "tcp") || !strings.Contains(res.stderr, "NARMA_TCP_TIMEOUT") {
 		t.Errorf("-h: status %d, stderr %q", res.status, res.stderr)
 	}
 }
@@ -418,6 +520,19 @@ func TestNarmaProgram(t *testing.T) {
 	if _, err := os.Stat("/dev/shm"); err != nil {
 		t.Skip("no /dev/shm")
 	}
+	testNarmaProgram(t)
+}
+
+// TestNarmaProgramTCP is TestNarmaProgram over the TCP transport: the
+// same program, its windows in ordinary memory, its connections between
+// the ranks authenticated with the job secret narmarun made.
+func TestNarmaProgramTCP(t *testing.T) {
+	testNarmaProgram(t, "--transport", "tcp")
+}
+
+// testNarmaProgram runs narmaprog under narmarun with flags: a good run,
+// and one in which rank 2 kills itself.
+func testNarmaProgram(t *testing.T, flags ...string) {
 	prog := narmaProgram(t)
 	jobSegments := func(out string) []string {
 		t.Helper()
@@ -436,7 +551,7 @@ func TestNarmaProgram(t *testing.T) {
 	t.Run("ok", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), patience)
 		defer cancel()
-		res := runNarmarun(t, ctx, "-n", "4", prog)
+		res := runNarmarun(t, ctx, append(append([]string{"-n", "4"}, flags...), prog)...)
 		if res.status != 0 {
 			t.Fatalf("status %d, want 0", res.status)
 		}
@@ -445,6 +560,9 @@ func TestNarmaProgram(t *testing.T) {
 				t.Errorf("rank %d did not finish", r)
 			}
 		}
+		if res.stderr != "" {
+			t.Errorf("stderr %q on a good run", res.stderr)
+		}
 		if left := jobSegments(res.stdout); len(left) > 0 {
 			t.Errorf("segments left behind: %v", left)
 		}
@@ -452,12 +570,16 @@ func TestNarmaProgram(t *testing.T) {
 	t.Run("killed", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), patience)
 		defer cancel()
-		res := runNarmarun(t, ctx, "-n", "4", prog, "-rounds", "1000000", "-kill-rank", "2", "-kill-round", "50")
+		res := runNarmarun(t, ctx, append(append([]string{"-n", "4"}, flags...),
+			prog, "-rounds", "1000000", "-kill-rank", "2", "-kill-round", "50")...)
 		if res.status != 128+9 {
 			t.Fatalf("status %d, want 137", res.status)
 		}
 		if !regexp.MustCompile(`narmarun: rank 2 \(pid \d+\) killed by signal 9`).MatchString(res.stderr) {
 			t.Errorf("stderr %q does not report rank 2's death", res.stderr)
+		}
+		if ctx.Err() != nil || strings.Contains(res.stderr, "after SIGTERM") {
+			t.Errorf("the other ranks were not stopped by SIGTERM (after %v)", res.elapsed)
 		}
 		if strings.Contains(res.stdout, ": ok") {
 			t.Errorf("a rank finished a ring that rank 2 broke: %q", res.stdout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"syscall"
+	"time"
 )
 
 // never is a channel that is never ready.
@@ -50,10 +51,12 @@ func (l *launcher) wait(ctx context.Context, startErr error) int {
 				w.stop()
 			} else {
 				w.killAt = never
+				w.killed = true
 				l.signalAll(syscall.SIGKILL)
 			}
 		case <-w.killAt:
 			w.killAt = never
+			w.killed = true
 			l.logf("ranks still running %v after SIGTERM: killing them", l.cfg.grace)
 			l.signalAll(syscall.SIGKILL)
 		}
@@ -66,13 +69,21 @@ func (l *launcher) wait(ctx context.Context, startErr error) int {
 	return w.verdict()
 }
 
+// settle is how long after the first failure a rank that dies of a signal
+// narmarun did not send is still taken for the cause (see exited).
+const settle = 500 * time.Millisecond
+
 // waiter is the state of wait.
 type waiter struct {
 	l        *launcher
 	status   int  // exit status decided so far, or -1
 	first    int  // rank whose failure decided status, or -1
 	stopping bool // SIGTERM sent
+	killed   bool // SIGKILL sent
 	bootFail bool // the bootstrap failed
+
+	firstAt     time.Time // when the first failure was reaped
+	firstSignal bool      // the first failure was a death by signal
 
 	killAt, stopAt, timeUp <-chan struct{}
 }
@@ -91,18 +102,36 @@ func (w *waiter) stop() {
 }
 
 // exited records how a rank ended; the first to fail before the job is
-// being stopped decides the exit status.
+// being stopped decides the exit status, unless it exited with an error
+// and, within settle, another rank turns out to have been killed by a
+// signal that narmarun did not send: that one died suddenly, most likely
+// first, and the rank that exited had noticed its death (a transport that
+// sees a dead peer at once, such as tcp, lets a survivor exit before
+// narmarun has reaped the dead rank).
 func (w *waiter) exited(e exit) {
 	r := w.l.ranks[e.rank]
 	r.exit = &e
 	switch {
 	case e.status != 0 && !w.stopping:
 		w.status, w.first = e.status, e.rank
+		w.firstAt, w.firstSignal = e.at, e.signal != 0
 		w.l.logf("rank %d (pid %d) %s", e.rank, r.pid(), e.how)
 		w.stop()
+	case w.suddenDeath(e):
+		w.l.logf("rank %d (pid %d) %s as rank %d failed: taking it for the first failure",
+			e.rank, r.pid(), e.how, w.first)
+		w.status, w.first, w.firstSignal = e.status, e.rank, true
 	case w.l.cfg.verbose:
 		w.l.logf("rank %d (pid %d) %s", e.rank, r.pid(), e.how)
 	}
+}
+
+// suddenDeath reports whether e, reaped while the ranks are being
+// stopped, is a death by a signal that narmarun did not send, close
+// enough to a first failure that was an exit to have caused it.
+func (w *waiter) suddenDeath(e exit) bool {
+	return w.first >= 0 && !w.firstSignal && e.signal != 0 && e.signal != syscall.SIGTERM &&
+		!w.killed && e.at.Sub(w.firstAt) < settle
 }
 
 // bootstrapEnded handles the end of Serve. A failure is reported, unless
