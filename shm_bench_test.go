@@ -39,6 +39,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if call, ok := strings.CutPrefix(testjob.Call(), tcpBenchCall); ok {
+		if err := tcpPingPongRank(call); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if call, ok := strings.CutPrefix(testjob.Call(), benchCall); ok {
 		if err := pingPongRank(call); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -78,53 +85,75 @@ func BenchmarkShmPingPong(b *testing.B) {
 	}
 	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 256 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			res, err := testjob.Run(ctx, 2, benchCall+strconv.Itoa(size), "-test.run=^$")
-			if err != nil {
-				b.Fatal(err)
-			}
-			got := map[string]float64{}
-			sc := bufio.NewScanner(strings.NewReader(res[0].Output))
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				if len(f) == 3 && f[0] == "PP" {
-					v, _ := strconv.ParseFloat(f[2], 64)
-					got[f[1]] = v
-				}
-			}
-			for _, v := range benchVariants() {
-				if got[v] == 0 {
-					b.Fatalf("no figure for %s in:\n%s", v, res[0].Output)
-				}
-				b.ReportMetric(got[v], "ns-"+v)
-			}
-			ratio := func(name, num, den string) {
-				if got[num] != 0 && got[den] != 0 {
-					b.ReportMetric(got[num]/got[den], name)
-				}
-			}
-			ratio("x-xfer", "put-notify", "xfer")
-			ratio("x-copy", "put-notify", "copy")
-			ratio("flag/notify", "put-flag", "put-notify")
-			ratio("sendrecv/notify", "send-recv", "put-notify")
-			b.ReportMetric(0, "ns/op")
+			got := runPingPongJob(b, "shm", benchCall+strconv.Itoa(size), benchVariants(pingPongVariants))
+			reportRatio(b, got, "x-xfer", "put-notify", "xfer")
+			reportRatio(b, got, "x-copy", "put-notify", "copy")
+			reportRatio(b, got, "flag/notify", "put-flag", "put-notify")
+			reportRatio(b, got, "sendrecv/notify", "send-recv", "put-notify")
 		})
+	}
+}
+
+// runPingPongJob runs a ping-pong job of two processes over transport,
+// whose rank 0 prints "PP <variant> <median ns>" lines, and reports and
+// returns the figures of the variants.
+func runPingPongJob(b *testing.B, transport, call string, variants []string) map[string]float64 {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := testjob.RunOn(ctx, transport, 2, call, "-test.run=^$")
+	if err != nil {
+		b.Fatal(err)
+	}
+	got := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(res[0].Output))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "PP" {
+			v, _ := strconv.ParseFloat(f[2], 64)
+			got[f[1]] = v
+		}
+	}
+	for _, v := range variants {
+		if got[v] == 0 {
+			b.Fatalf("no figure for %s in:\n%s", v, res[0].Output)
+		}
+		b.ReportMetric(got[v], "ns-"+v)
+	}
+	b.ReportMetric(0, "ns/op")
+	return got
+}
+
+// reportRatio reports got[num]/got[den] as metric name, if both exist.
+func reportRatio(b *testing.B, got map[string]float64, name, num, den string) {
+	if got[num] != 0 && got[den] != 0 {
+		b.ReportMetric(got[num]/got[den], name)
+	}
+}
+
+// printMedians prints, for rank 0 of a ping-pong job, the median of each
+// variant's times as "PP <variant> <median ns>".
+func printMedians(times map[string][]float64, variants []string) {
+	for _, v := range variants {
+		t := times[v]
+		slices.Sort(t)
+		fmt.Printf("PP %s %.1f\n", v, t[len(t)/2])
 	}
 }
 
 var pingPongVariants = []string{"line", "copy", "xfer", "put-notify", "put-flag", "send-recv"}
 
-// benchVariants returns the variants to measure: all of them, or those
-// listed in NARMA_BENCH_VARIANTS (comma-separated), e.g. to profile one.
-func benchVariants() []string {
+// benchVariants returns the variants of all to measure: all of them, or
+// those listed in NARMA_BENCH_VARIANTS (comma-separated), e.g. to profile
+// one.
+func benchVariants(all []string) []string {
 	s := os.Getenv("NARMA_BENCH_VARIANTS")
 	if s == "" {
-		return pingPongVariants
+		return all
 	}
 	var vs []string
 	for _, v := range strings.Split(s, ",") {
-		if slices.Contains(pingPongVariants, v) {
+		if slices.Contains(all, v) {
 			vs = append(vs, v)
 		}
 	}
@@ -183,7 +212,7 @@ func pingPongRank(call string) error {
 			iters, rounds = max(4, iters/k), 5
 		}
 	}
-	variants := benchVariants()
+	variants := benchVariants(pingPongVariants)
 	times := map[string][]float64{}
 	var seq uint64
 	for round := 0; round < rounds; round++ {
@@ -223,11 +252,7 @@ func pingPongRank(call string) error {
 		return err
 	}
 	if me == 0 {
-		for _, v := range variants {
-			t := times[v]
-			slices.Sort(t)
-			fmt.Printf("PP %s %.1f\n", v, t[len(t)/2])
-		}
+		printMedians(times, variants)
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -111,9 +110,7 @@ func BenchmarkTCPPingPong(b *testing.B) {
 	if delay > 0 {
 		variants = variants[1:]
 	}
-	if s := os.Getenv("NARMA_BENCH_VARIANTS"); s != "" {
-		variants = slices.DeleteFunc(variants, func(v string) bool { return !slices.Contains(strings.Split(s, ","), v) })
-	}
+	variants = benchVariants(variants)
 	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
 			iters := max(10, min(1000, (16<<20)/size/8))

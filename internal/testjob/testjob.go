@@ -9,6 +9,7 @@ package testjob
 
 import (
 	"bytes"
+	"crypto/rand"
 	"context"
 	"fmt"
 	"os"
@@ -69,6 +70,12 @@ type Result struct {
 // and are then killed, as are all of them when ctx ends. The job's
 // segments are removed at the end. The error names the first rank to fail.
 func Run(ctx context.Context, n int, call string, args ...string) ([]Result, error) {
+	return RunOn(ctx, "shm", n, call, args...)
+}
+
+// RunOn is Run over the transport named ("shm" or "tcp"; a tcp job gets a
+// fresh secret and listens on loopback).
+func RunOn(ctx context.Context, transport string, n int, call string, args ...string) ([]Result, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("testjob: %d ranks", n)
 	}
@@ -97,8 +104,14 @@ func Run(ctx context.Context, n int, call string, args ...string) ([]Result, err
 	res := make([]Result, n)
 	outs := make([]bytes.Buffer, n)
 	cmds := make([]*exec.Cmd, n)
+	var secret [32]byte
+	rand.Read(secret[:])
 	for r := range cmds {
-		env := bootstrap.Env{Rank: r, Size: n, Addr: srv.Addr(), Job: job, Transport: "shm"}
+		env := bootstrap.Env{Rank: r, Size: n, Addr: srv.Addr(), Job: job, Transport: transport}
+		if transport == "tcp" {
+			env.Secret = bootstrap.EncodeSecret(secret[:])
+			env.Listen = "127.0.0.1:0"
+		}
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(append(os.Environ(), env.Environ()...), EnvCall+"="+call, raceEnv())
 		cmd.Stdout = &outs[r]

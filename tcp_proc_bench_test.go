@@ -1,0 +1,159 @@
+package narma_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/narma-rma/narma"
+)
+
+const tcpBenchCall = "bench-tcp-pingpong:"
+
+// tcpProcVariants are the variants of BenchmarkTCPProcPingPong: a plain Go
+// TCP ping-pong between the two processes, then narma's.
+var tcpProcVariants = []string{"raw", "put-notify", "put-flag", "send-recv"}
+
+// BenchmarkTCPProcPingPong is the producer-consumer ping-pong between two
+// processes over the TCP transport on loopback (one rank per process, as
+// deployed), against a plain Go TCP ping-pong of the same payload between
+// the same two processes, interleaved in rounds. It reports the median
+// half round trips and the ratios notify/raw, flag/notify (put-flag is
+// put, flush, flag: three messages) and sendrecv/notify.
+func BenchmarkTCPProcPingPong(b *testing.B) {
+	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			got := runPingPongJob(b, "tcp", tcpBenchCall+strconv.Itoa(size), benchVariants(tcpProcVariants))
+			reportRatio(b, got, "notify/raw", "put-notify", "raw")
+			reportRatio(b, got, "flag/notify", "put-flag", "put-notify")
+			reportRatio(b, got, "sendrecv/notify", "send-recv", "put-notify")
+		})
+	}
+}
+
+// tcpPingPongRank is one rank process of BenchmarkTCPProcPingPong for the
+// message size in call.
+func tcpPingPongRank(call string) error {
+	size, err := strconv.Atoi(call)
+	if err != nil || size < 8 || size%8 != 0 {
+		return fmt.Errorf("bad call %q", call)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, err := narma.Init(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if c.Size() != 2 {
+		return fmt.Errorf("%d ranks, want 2", c.Size())
+	}
+	jctx := c.Context()
+	raw, err := dialRaw(c, size)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	n := size / 8
+	w, err := narma.Allocate[int64](jctx, c, n+1, narma.WithStrategy(narma.Immediate))
+	if err != nil {
+		return err
+	}
+	if err := w.LockAll(jctx, 0); err != nil {
+		return err
+	}
+	buf := make([]int64, n)
+	rbuf := make([]byte, size)
+	iters := max(10, min(1000, (16<<20)/size/8))
+	rounds := 15
+	if s := os.Getenv("NARMA_BENCH_SCALE"); s != "" {
+		if k, err := strconv.Atoi(s); err == nil && k > 0 {
+			iters, rounds = max(4, iters/k), 3
+		}
+	}
+	variants := benchVariants(tcpProcVariants)
+	times := map[string][]float64{}
+	for round := 0; round < rounds; round++ {
+		for _, v := range variants {
+			if err := c.Barrier(jctx); err != nil {
+				return err
+			}
+			start := time.Now()
+			switch v {
+			case "raw":
+				err = rawPingPong(raw, c.Rank(), rbuf, iters)
+			case "put-notify":
+				err = pcNotifyNoFlush(c, w, buf, iters)
+			case "put-flag":
+				err = pcFlagLean(c, w, buf, iters)
+			case "send-recv":
+				err = pcSendRecv(c, w, buf, iters)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", v, err)
+			}
+			times[v] = append(times[v], float64(time.Since(start).Nanoseconds())/float64(2*iters))
+		}
+	}
+	if err := w.UnlockAll(jctx); err != nil {
+		return err
+	}
+	if err := c.Barrier(jctx); err != nil {
+		return err
+	}
+	if err := w.Free(jctx); err != nil {
+		return err
+	}
+	if c.Rank() == 0 {
+		printMedians(times, variants)
+	}
+	return nil
+}
+
+// dialRaw connects the two ranks with a plain TCP connection on loopback:
+// rank 0 listens and sends its address to rank 1, which dials.
+func dialRaw(c *narma.Comm, size int) (net.Conn, error) {
+	ctx := c.Context()
+	if c.Rank() == 0 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		if err := c.Send(ctx, []byte(ln.Addr().String()), 1, 78); err != nil {
+			return nil, err
+		}
+		return ln.Accept()
+	}
+	addr := make([]byte, 256)
+	st, err := c.Recv(ctx, addr, 0, 78)
+	if err != nil {
+		return nil, err
+	}
+	return net.Dial("tcp", string(addr[:st.Count]))
+}
+
+// rawPingPong bounces buf over conn: rank 0 writes first.
+func rawPingPong(conn net.Conn, rank int, buf []byte, iters int) error {
+	for i := 0; i < iters; i++ {
+		if rank == 1 {
+			if _, err := io.ReadFull(conn, buf); err != nil {
+				return err
+			}
+		}
+		if _, err := conn.Write(buf); err != nil {
+			return err
+		}
+		if rank == 0 {
+			if _, err := io.ReadFull(conn, buf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
