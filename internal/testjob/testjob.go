@@ -9,8 +9,8 @@ package testjob
 
 import (
 	"bytes"
-	"crypto/rand"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
