@@ -32,36 +32,55 @@ var errJobFailed = errors.New("job failed")
 // concurrent use, but each Exchange is one round, so the order of
 // concurrent Exchange calls is the order of the rounds. After an Exchange
 // fails the Client is unusable: the job has failed, or will when the
-// server sees this rank's connection close. A Client must not be copied.
+// server sees this rank's connection close. After its last round a rank
+// calls Watch, and keeps the connection open until its process exits: the
+// server, and through it the launcher, learn that the rank ended when the
+// connection does, and the rank learns that the launcher ended the job
+// (or died) when the server closes it. A Client must not be copied.
 type Client struct {
 	rank, size int
-	conn       *net.UnixConn
+	conn       net.Conn
 	r          *bufio.Reader
 	closed     atomic.Bool
 
-	mu    sync.Mutex // serializes Exchange
-	round uint32
-	err   error // why the connection is unusable
+	mu       sync.Mutex // serializes Exchange
+	round    uint32
+	err      error // why the connection is unusable
+	watching bool
 }
 
-// Dial connects to addr ("unix:" followed by a socket path) as rank of a
-// job of size ranks, and introduces itself with its pid. It waits for the
+// Dial connects to addr as rank of a job of size ranks, and introduces
+// itself with its pid. addr is "unix:" followed by a socket path, or
+// "tcp:" followed by host:port; over TCP the client and the server first
+// prove to each other that they hold secret, the job secret (at least
+// MinSecret bytes; it is not used over a Unix socket). Dial waits for the
 // server to accept the introduction, so a rank out of range or connected
-// twice is an error here. While the socket does not exist yet it retries,
-// for a few seconds at most; ctx bounds the whole call.
-func Dial(ctx context.Context, addr string, rank, size int) (*Client, error) {
-	path, err := socketPath(addr)
+// twice is an error here. While the socket does not exist yet, or the
+// address refuses connections, it retries, for a few seconds at most; ctx
+// bounds the whole call.
+func Dial(ctx context.Context, addr string, rank, size int, secret []byte) (*Client, error) {
+	network, address, err := parseAddr(addr)
 	if err != nil {
 		return nil, err
 	}
 	if size < 1 || size > maxSize || rank < 0 || rank >= size {
 		return nil, fmt.Errorf("bootstrap: dial: rank %d of %d ranks is not valid", rank, size)
 	}
-	conn, err := dialRetry(ctx, path)
+	if network == "tcp" && len(secret) < MinSecret {
+		return nil, fmt.Errorf("bootstrap: rank %d: dial %s: a job secret of at least %d bytes is required, got %d (%s)",
+			rank, addr, MinSecret, len(secret), EnvSecret)
+	}
+	conn, err := dialRetry(ctx, network, address)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: rank %d: dial %s: %w", rank, addr, err)
 	}
 	c := &Client{rank: rank, size: size, conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
+	if network == "tcp" {
+		if err := c.authenticate(ctx, secret); err != nil {
+			conn.Close()
+			return nil, c.describe(ctx, "dial "+addr, err)
+		}
+	}
 	if err := c.hello(ctx); err != nil {
 		conn.Close()
 		return nil, c.describe(ctx, "dial "+addr, err)
@@ -69,16 +88,16 @@ func Dial(ctx context.Context, addr string, rank, size int) (*Client, error) {
 	return c, nil
 }
 
-// dialRetry connects to the socket at path, retrying while it does not
-// exist or refuses connections.
-func dialRetry(ctx context.Context, path string) (*net.UnixConn, error) {
-	var d net.Dialer
+// dialRetry connects to address on network, retrying while a socket does
+// not exist or the address refuses connections.
+func dialRetry(ctx context.Context, network, address string) (net.Conn, error) {
 	giveUp := time.Now().Add(dialPatience)
 	wait := dialBackoff
 	for {
-		conn, err := d.DialContext(ctx, "unix", path)
+		d := net.Dialer{Timeout: time.Until(giveUp)}
+		conn, err := d.DialContext(ctx, network, address)
 		if err == nil {
-			return conn.(*net.UnixConn), nil
+			return conn, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -97,6 +116,25 @@ func dialRetry(ctx context.Context, path string) (*net.UnixConn, error) {
 		wait = min(2*wait, maxDialBackoff)
 	}
 }
+
+// authenticate runs the rank's side of the TCP handshake, within
+// authTimeout and ctx.
+func (c *Client) authenticate(ctx context.Context, secret []byte) error {
+	defer c.interruptOn(ctx)()
+	if err := c.conn.SetDeadline(time.Now().Add(authTimeout)); err != nil {
+		return err
+	}
+	if err := clientAuth(c.conn, secret); err != nil {
+		return err
+	}
+	return c.conn.SetDeadline(time.Time{})
+}
+
+// LocalAddr returns the local address of the connection to the server:
+// over TCP, the address of the interface through which this host
+// reaches the server's (a *net.TCPAddr); over a Unix socket, a
+// *net.UnixAddr.
+func (c *Client) LocalAddr() net.Addr { return c.conn.LocalAddr() }
 
 // hello introduces the client and waits for the server's answer.
 func (c *Client) hello(ctx context.Context) error {
@@ -203,9 +241,52 @@ func (c *Client) describe(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, err)
 }
 
-// Close closes the connection. A rank closes it after its last round; the
-// job ends well when every rank has. Closing twice returns an error
-// wrapping os.ErrClosed.
+// Watch is for a rank that has done its last round: it keeps the
+// connection open, for the life of the rank's process, and waits for the
+// server to end it, on a goroutine of its own. The server ends it when
+// the job is over for the launcher: the launcher stops the job (a rank
+// failed, the time is up, the user interrupted it), the job failed, or
+// the launcher died (the kernel closes its end); or when the network
+// between them fails. lost is then called once, with an error saying
+// why: a rank must not outlive its job, and a rank on another host has no
+// other sign that its launcher gave up on it. lost is not called after
+// Close. Once Watch is called, Exchange fails; Watch may be called once.
+func (c *Client) Watch(lost func(error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed.Load():
+		return fmt.Errorf("bootstrap: rank %d: watch: %w", c.rank, os.ErrClosed)
+	case c.watching:
+		return fmt.Errorf("bootstrap: rank %d: watch: called twice", c.rank)
+	case c.err != nil:
+		return c.err
+	}
+	c.watching = true
+	c.err = fmt.Errorf("bootstrap: rank %d: exchange after Watch: the rounds are over", c.rank)
+	go func() {
+		// The server sends nothing after the last round but the reason
+		// it ends the job, if it has one.
+		m, err := readMessage(c.r)
+		switch {
+		case err != nil:
+		case m.kind == kindError:
+			err = &abortError{reason: string(m.data)}
+		default:
+			err = malformed("message of kind %q after the last round", m.kind)
+		}
+		c.conn.Close()
+		if c.closed.Load() {
+			return
+		}
+		lost(c.describe(context.Background(), "connection to the launcher", err))
+	}()
+	return nil
+}
+
+// Close closes the connection. A rank closes it after its last round (or
+// leaves that to its exit, after Watch); the job ends well when every rank
+// has. Closing twice returns an error wrapping os.ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return fmt.Errorf("bootstrap: rank %d: close: %w", c.rank, os.ErrClosed)

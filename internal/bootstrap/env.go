@@ -1,8 +1,10 @@
 package bootstrap
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -13,7 +15,7 @@ import (
 const (
 	EnvRank      = "NARMA_RANK"      // this process's rank, 0..size-1
 	EnvSize      = "NARMA_SIZE"      // number of ranks
-	EnvAddr      = "NARMA_BOOTSTRAP" // bootstrap address, "unix:" + socket path
+	EnvAddr      = "NARMA_BOOTSTRAP" // bootstrap address, "unix:" + socket path or "tcp:" + host:port
 	EnvJob       = "NARMA_JOB"       // job identifier (names the shared-memory segments)
 	EnvTransport = "NARMA_TRANSPORT" // transport between processes: "shm" or "tcp"
 
@@ -25,23 +27,36 @@ const (
 	// root) only; narmarun never prints it.
 	EnvSecret = "NARMA_SECRET"
 	// The address the tcp transport listens on, "host:port" (port 0: any
-	// free port). Optional; empty means 127.0.0.1:0, enough for a job on
-	// one host.
+	// free port), or "auto". Optional; empty and "auto" ([ListenAuto])
+	// mean the local address of the rank's connection to the bootstrap
+	// server, port 0: the interface through which this host reaches the
+	// launcher's, loopback when the server is a Unix socket.
 	EnvTCPListen = "NARMA_TCP_LISTEN"
 	// How long a peer of the tcp transport may stay silent before it is
 	// declared failed, a Go duration ("10s"). Optional; empty or 0 means
 	// the transport's default.
 	EnvTCPTimeout = "NARMA_TCP_TIMEOUT"
+	// The index of the rank's host in the launcher's list of hosts, from
+	// 0: ranks with the same index run on the same host (and could share
+	// memory). Optional; unset means 0, a job on one host.
+	EnvHost = "NARMA_HOST"
 )
+
+// ListenAuto is the value of NARMA_TCP_LISTEN that asks for the address
+// of the interface that reaches the bootstrap server (see EnvTCPListen).
+const ListenAuto = "auto"
 
 // Vars returns the names of all the variables above: those a launcher
 // sets, and should not let a rank inherit from its own environment.
 func Vars() []string {
-	return []string{EnvRank, EnvSize, EnvAddr, EnvJob, EnvTransport, EnvSecret, EnvTCPListen, EnvTCPTimeout}
+	return []string{EnvRank, EnvSize, EnvAddr, EnvJob, EnvTransport, EnvSecret, EnvTCPListen, EnvTCPTimeout, EnvHost}
 }
 
-// unixScheme starts every bootstrap address.
-const unixScheme = "unix:"
+// The schemes of bootstrap addresses.
+const (
+	unixScheme = "unix:" // followed by a socket path
+	tcpScheme  = "tcp:"  // followed by host:port
+)
 
 // Env is a rank's view of its job, read from the environment. The zero
 // value describes no job. Its String method leaves the secret out, so
@@ -53,21 +68,27 @@ type Env struct {
 	// the job has none. [Env.SecretBytes] decodes it.
 	Secret string
 	// Listen is the address the tcp transport listens on (NARMA_TCP_LISTEN);
-	// empty means the transport's default.
+	// empty or [ListenAuto] means the interface that reaches the
+	// bootstrap server.
 	Listen string
 	// PeerTimeout is the tcp transport's peer timeout (NARMA_TCP_TIMEOUT);
 	// 0 means the transport's default.
 	PeerTimeout time.Duration
+	// Host is the index of the rank's host in the launcher's list
+	// (NARMA_HOST); ranks with the same Host share a machine.
+	Host int
 }
 
 // FromEnv reads the job environment. ok is false (and err nil) when
 // NARMA_BOOTSTRAP is unset: no launcher started this process, which is a
 // job of its own (a singleton). When it is set, a missing variable, a rank
 // or size that is not a number, a size below 1 or a rank outside
-// [0, size) is an error, and so are a NARMA_SECRET that is not
-// hexadecimal and a NARMA_TCP_TIMEOUT that is not a duration of at least
-// 0. NARMA_SECRET, NARMA_TCP_LISTEN and NARMA_TCP_TIMEOUT are optional
-// here: a transport that needs them says so.
+// [0, size) is an error, and so are a NARMA_BOOTSTRAP that is neither
+// "unix:" and a path nor "tcp:" and host:port, a NARMA_SECRET that is not
+// hexadecimal, a NARMA_TCP_TIMEOUT that is not a duration of at least 0
+// and a NARMA_HOST outside [0, size). NARMA_SECRET, NARMA_TCP_LISTEN,
+// NARMA_TCP_TIMEOUT and NARMA_HOST are optional here: a transport that
+// needs them says so.
 func FromEnv() (e Env, ok bool, err error) {
 	return fromLookup(os.LookupEnv)
 }
@@ -109,6 +130,13 @@ func fromLookup(lookup func(string) (string, bool)) (Env, bool, error) {
 		}
 		e.PeerTimeout = d
 	}
+	if s, _ := lookup(EnvHost); s != "" {
+		h, err := strconv.Atoi(s)
+		if err != nil {
+			return Env{}, false, fmt.Errorf("bootstrap: %s=%q is not an integer", EnvHost, s)
+		}
+		e.Host = h
+	}
 	if err := e.check(); err != nil {
 		return Env{}, false, err
 	}
@@ -136,7 +164,7 @@ func (e Env) check() error {
 	if e.Rank < 0 || e.Rank >= e.Size {
 		return fmt.Errorf("bootstrap: %s=%d is not in [0, %s=%d)", EnvRank, e.Rank, EnvSize, e.Size)
 	}
-	if _, err := socketPath(e.Addr); err != nil {
+	if _, _, err := parseAddr(e.Addr); err != nil {
 		return err
 	}
 	if _, err := hex.DecodeString(e.Secret); err != nil {
@@ -145,6 +173,9 @@ func (e Env) check() error {
 	}
 	if e.PeerTimeout < 0 {
 		return fmt.Errorf("bootstrap: %s=%v is negative", EnvTCPTimeout, e.PeerTimeout)
+	}
+	if e.Host < 0 || e.Host >= e.Size {
+		return fmt.Errorf("bootstrap: %s=%d is not in [0, %s=%d)", EnvHost, e.Host, EnvSize, e.Size)
 	}
 	return nil
 }
@@ -177,8 +208,8 @@ func (e Env) String() string {
 	if e.Secret != "" {
 		secret = "set"
 	}
-	return fmt.Sprintf("{Rank:%d Size:%d Addr:%s Job:%s Transport:%s Secret:%s Listen:%s PeerTimeout:%v}",
-		e.Rank, e.Size, e.Addr, e.Job, e.Transport, secret, e.Listen, e.PeerTimeout)
+	return fmt.Sprintf("{Rank:%d Size:%d Addr:%s Job:%s Transport:%s Secret:%s Listen:%s PeerTimeout:%v Host:%d}",
+		e.Rank, e.Size, e.Addr, e.Job, e.Transport, secret, e.Listen, e.PeerTimeout, e.Host)
 }
 
 // GoString is String: %#v must not show the secret either.
@@ -186,7 +217,7 @@ func (e Env) GoString() string { return "bootstrap.Env" + e.String() }
 
 // Environ returns the variables of e as "KEY=value" strings, to append to
 // a child's environment. The optional ones (secret, listen address, peer
-// timeout) are included only when set.
+// timeout) are included only when set; the host always is.
 func (e Env) Environ() []string {
 	env := []string{
 		EnvRank + "=" + strconv.Itoa(e.Rank),
@@ -194,6 +225,7 @@ func (e Env) Environ() []string {
 		EnvAddr + "=" + e.Addr,
 		EnvJob + "=" + e.Job,
 		EnvTransport + "=" + e.Transport,
+		EnvHost + "=" + strconv.Itoa(e.Host),
 	}
 	if e.Secret != "" {
 		env = append(env, EnvSecret+"="+e.Secret)
@@ -207,11 +239,30 @@ func (e Env) Environ() []string {
 	return env
 }
 
-// socketPath returns the socket path of bootstrap address addr.
-func socketPath(addr string) (string, error) {
-	path, ok := strings.CutPrefix(addr, unixScheme)
-	if !ok || path == "" {
-		return "", fmt.Errorf("bootstrap: address %q is not %q followed by a socket path", addr, unixScheme)
+// parseAddr splits bootstrap address addr into the network and address
+// to dial: "unix" and a socket path, or "tcp" and host:port.
+func parseAddr(addr string) (network, address string, err error) {
+	if path, ok := strings.CutPrefix(addr, unixScheme); ok && path != "" {
+		return "unix", path, nil
 	}
-	return path, nil
+	if hostPort, ok := strings.CutPrefix(addr, tcpScheme); ok {
+		if host, port, err := net.SplitHostPort(hostPort); err == nil && host != "" && port != "" {
+			return "tcp", hostPort, nil
+		}
+	}
+	return "", "", fmt.Errorf("bootstrap: address %q is neither %q followed by a socket path nor %q followed by host:port",
+		addr, unixScheme, tcpScheme)
+}
+
+// Dial dials the bootstrap server of the job e describes, as its rank,
+// with its secret (see [Dial]).
+func (e Env) Dial(ctx context.Context) (*Client, error) {
+	var secret []byte
+	if e.Secret != "" {
+		var err error
+		if secret, err = e.SecretBytes(0); err != nil {
+			return nil, err
+		}
+	}
+	return Dial(ctx, e.Addr, e.Rank, e.Size, secret)
 }

@@ -27,6 +27,9 @@ func TestEnvironRoundTrip(t *testing.T) {
 			Secret: EncodeSecret([]byte("0123456789abcdef0123456789abcdef")), Listen: "127.0.0.1:0", PeerTimeout: 90 * time.Second},
 		{Rank: 1, Size: 3, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "tcp",
 			Secret: "00ff", PeerTimeout: 1500 * time.Millisecond},
+		{Rank: 3, Size: 4, Addr: "tcp:10.1.2.3:4567", Job: "12-00ff", Transport: "tcp",
+			Secret: "00ff", Listen: ListenAuto, Host: 1},
+		{Rank: 0, Size: 2, Addr: "tcp:[fe80::1%eth0]:4567", Job: "12-00ff", Transport: "tcp", Host: 1},
 	} {
 		env := want.Environ()
 		got, ok, err := fromLookup(lookupIn(env))
@@ -55,7 +58,7 @@ func TestEnvironRoundTrip(t *testing.T) {
 // TestVarsCoverEnviron: every variable Environ writes is one of Vars, so
 // a launcher that drops those from what its ranks inherit drops them all.
 func TestVarsCoverEnviron(t *testing.T) {
-	e := Env{Rank: 0, Size: 1, Addr: "unix:/s", Job: "1-ab", Transport: "tcp", Secret: "00", Listen: "h:0", PeerTimeout: time.Second}
+	e := Env{Rank: 0, Size: 1, Addr: "unix:/s", Job: "1-ab", Transport: "tcp", Secret: "00", Listen: "h:0", PeerTimeout: time.Second, Host: 0}
 	for _, kv := range e.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if !slices.Contains(Vars(), k) {
@@ -138,7 +141,7 @@ func TestFromEnvReal(t *testing.T) {
 func TestFromEnvInvalid(t *testing.T) {
 	good := map[string]string{
 		EnvRank: "1", EnvSize: "4", EnvAddr: "unix:/tmp/s", EnvJob: "1-ab", EnvTransport: "shm",
-		EnvSecret: "00ff", EnvTCPListen: "127.0.0.1:0", EnvTCPTimeout: "5s",
+		EnvSecret: "00ff", EnvTCPListen: "127.0.0.1:0", EnvTCPTimeout: "5s", EnvHost: "3",
 	}
 	tests := []struct {
 		name, key, value string // value "-" removes key
@@ -158,6 +161,12 @@ func TestFromEnvInvalid(t *testing.T) {
 		{"address without scheme", EnvAddr, "/tmp/s", "address"},
 		{"address without path", EnvAddr, "unix:", "address"},
 		{"address empty", EnvAddr, "", "address"},
+		{"tcp address without port", EnvAddr, "tcp:10.0.0.1", "address"},
+		{"tcp address without host", EnvAddr, "tcp::5000", "address"},
+		{"tcp address empty", EnvAddr, "tcp:", "address"},
+		{"host not a number", EnvHost, "h1", EnvHost},
+		{"host negative", EnvHost, "-1", EnvHost},
+		{"host beyond the ranks", EnvHost, "4", EnvHost},
 		{"secret not hex", EnvSecret, "s3cr3t", EnvSecret + " is not hexadecimal"},
 		{"secret of odd length", EnvSecret, "0ff", EnvSecret + " is not hexadecimal"},
 		{"timeout not a duration", EnvTCPTimeout, "10", EnvTCPTimeout},

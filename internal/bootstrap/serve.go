@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	j := &job{
 		s:      s,
+		ctx:    ctx,
 		events: make(chan event),
 		done:   make(chan struct{}),
 		byRank: make([]*peer, s.size),
@@ -67,6 +69,7 @@ type event struct {
 // belongs to the goroutine of Serve.
 type job struct {
 	s      *Server
+	ctx    context.Context // Serve's
 	events chan event
 	done   chan struct{} // closed when Serve stops listening to events
 	wg     sync.WaitGroup
@@ -81,24 +84,39 @@ type job struct {
 	ngot  int
 }
 
-// accept accepts connections until the listener is closed.
+// accept accepts connections until the listener is closed. Over TCP
+// each connection is authenticated on a goroutine of its own, so that a
+// slow or silent one holds up nobody.
 func (j *job) accept() {
 	for {
-		conn, err := j.s.ln.AcceptUnix()
+		conn, err := j.s.ln.Accept()
 		if err != nil {
 			j.report(event{err: err})
 			return
 		}
-		if checkPeer(conn) != nil {
+		if uc, ok := conn.(*net.UnixConn); ok && checkPeer(uc) != nil {
 			conn.Close() // another user: not one of our ranks
+			j.s.countRefused()
 			continue
 		}
-		p := &peer{conn: conn, rank: -1}
+		p := &peer{conn: conn, rank: -1, slot: -1, authed: j.s.secret == nil}
 		if !j.s.track(p) {
 			conn.Close()
 			return
 		}
-		j.wg.Go(func() { j.read(p) })
+		j.wg.Go(func() {
+			if j.s.secret != nil {
+				if serverAuth(conn, j.s.secret) != nil {
+					j.s.refuse(p) // not a rank of this job: no event
+					return
+				}
+				if !j.s.authenticated(p) {
+					conn.Close()
+					return
+				}
+			}
+			j.read(p)
+		})
 	}
 }
 
@@ -107,6 +125,12 @@ func (j *job) read(p *peer) {
 	r := bufio.NewReaderSize(p.conn, 64<<10)
 	for {
 		m, err := readMessage(r)
+		if err != nil {
+			// Only the end of a connection while the job runs tells
+			// something about the rank; once ctx has ended, the
+			// launcher is stopping the ranks itself.
+			j.s.departed(p, j.ctx.Err() == nil)
+		}
 		if !j.report(event{p: p, m: m, err: err}) || err != nil {
 			return
 		}
@@ -182,7 +206,7 @@ func (j *job) hello(p *peer, m message) error {
 	}
 	p.rank, p.pid = m.rank, m.pid
 	j.byRank[m.rank] = p
-	j.s.setPID(m.rank, m.pid)
+	j.s.admit(p, m.rank, m.pid)
 	// A read error of p will tell if this write failed.
 	_ = p.write(appendMessage(nil, message{kind: kindAccept}))
 	return nil
@@ -269,7 +293,7 @@ func (j *job) shutdown(err error) {
 		farewell = appendMessage(nil, errorMessage(reason))
 	}
 	for _, p := range peers {
-		if farewell == nil {
+		if farewell == nil || !p.authed {
 			p.conn.Close()
 			continue
 		}

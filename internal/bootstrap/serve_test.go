@@ -20,23 +20,44 @@ const patience = 30 * time.Second
 
 // testJob is a Server running Serve for a test.
 type testJob struct {
-	srv   *Server
-	addr  string
-	path  string
-	size  int
-	serve chan error // Serve's result
+	srv    *Server
+	addr   string
+	path   string // socket path, over a Unix socket
+	secret []byte // job secret, over TCP
+	size   int
+	serve  chan error // Serve's result
 }
+
+// networks are those a server listens on.
+var networks = []string{"unix", "tcp"}
+
+// testSecret is the job secret of the tests' TCP servers.
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
 // startJob listens on a fresh socket and runs Serve until the test ends.
 func startJob(t *testing.T, size int) *testJob {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "boot.sock")
-	srv, err := Listen(path, size)
+	return startJobOn(t, "unix", size)
+}
+
+// startJobOn is startJob on network: a fresh socket, or loopback TCP.
+func startJobOn(t *testing.T, network string, size int) *testJob {
+	t.Helper()
+	var srv *Server
+	var err error
+	j := &testJob{size: size, serve: make(chan error, 1)}
+	if network == "tcp" {
+		j.secret = testSecret
+		srv, err = ListenTCP("127.0.0.1:0", size, j.secret)
+	} else {
+		j.path = filepath.Join(t.TempDir(), "boot.sock")
+		srv, err = Listen(j.path, size)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	j.srv, j.addr = srv, srv.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &testJob{srv: srv, addr: srv.Addr(), path: path, size: size, serve: make(chan error, 1)}
 	go func() { j.serve <- srv.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -77,7 +98,7 @@ func dialAll(t *testing.T, j *testJob) []*Client {
 	errs := make([]error, j.size)
 	var wg sync.WaitGroup
 	for r := range j.size {
-		wg.Go(func() { clients[r], errs[r] = Dial(ctx, j.addr, r, j.size) })
+		wg.Go(func() { clients[r], errs[r] = Dial(ctx, j.addr, r, j.size, j.secret) })
 	}
 	wg.Wait()
 	for r, err := range errs {
@@ -100,13 +121,17 @@ func forAll(n int, fn func(rank int) error) []error {
 }
 
 func TestRounds(t *testing.T) {
-	for _, size := range []int{1, 4, 16} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) {
+	for _, tc := range []struct {
+		network string
+		size    int
+	}{{"unix", 1}, {"unix", 4}, {"unix", 16}, {"tcp", 1}, {"tcp", 4}, {"tcp", 16}} {
+		network, size := tc.network, tc.size
+		t.Run(fmt.Sprint(network, size), func(t *testing.T) {
 			const rounds = 25
-			j := startJob(t, size)
+			j := startJobOn(t, network, size)
 			ctx := testCtx(t)
 			errs := forAll(size, func(rank int) error {
-				c, err := Dial(ctx, j.addr, rank, size)
+				c, err := Dial(ctx, j.addr, rank, size, j.secret)
 				if err != nil {
 					return err
 				}
@@ -139,6 +164,9 @@ func TestRounds(t *testing.T) {
 				if pid != os.Getpid() {
 					t.Errorf("PIDs()[%d] = %d, want %d", r, pid, os.Getpid())
 				}
+			}
+			if j.path == "" {
+				return
 			}
 			if _, err := os.Lstat(j.path); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("socket still there after Serve: %v", err)
@@ -183,7 +211,7 @@ func TestDialBeforeListen(t *testing.T) {
 	ctx := testCtx(t)
 	dialed := make(chan error, 1)
 	go func() {
-		c, err := Dial(ctx, "unix:"+path, 0, 1)
+		c, err := Dial(ctx, "unix:"+path, 0, 1, nil)
 		if err == nil {
 			_, err = c.Exchange(ctx, []byte("x"))
 			c.Close()
@@ -206,7 +234,7 @@ func TestDialBeforeListen(t *testing.T) {
 func TestDialGivesUpWithContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err := Dial(ctx, "unix:"+filepath.Join(t.TempDir(), "none.sock"), 0, 1)
+	_, err := Dial(ctx, "unix:"+filepath.Join(t.TempDir(), "none.sock"), 0, 1, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Dial to a socket that never appears: %v, want context.DeadlineExceeded", err)
 	}
@@ -223,7 +251,7 @@ func TestDialInvalid(t *testing.T) {
 		{"unix:/x", 1, 1},
 		{"unix:/x", 0, 0},
 	} {
-		if c, err := Dial(ctx, tt.addr, tt.rank, tt.size); err == nil {
+		if c, err := Dial(ctx, tt.addr, tt.rank, tt.size, nil); err == nil {
 			c.Close()
 			t.Errorf("Dial(%q, %d, %d) succeeded", tt.addr, tt.rank, tt.size)
 		}
@@ -271,14 +299,31 @@ func TestListen(t *testing.T) {
 	}
 }
 
-// rawHello connects to j without a Client and sends a hello.
-func rawHello(t *testing.T, j *testJob, rank, size int) net.Conn {
+// rawConn connects to j without a Client; over TCP it passes the
+// handshake.
+func rawConn(t *testing.T, j *testJob) net.Conn {
 	t.Helper()
-	conn, err := net.Dial("unix", j.path)
+	network, address, err := parseAddr(j.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial(network, address)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	if j.secret != nil {
+		if err := clientAuth(conn, j.secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn
+}
+
+// rawHello connects to j without a Client and sends a hello.
+func rawHello(t *testing.T, j *testJob, rank, size int) net.Conn {
+	t.Helper()
+	conn := rawConn(t, j)
 	if _, err := conn.Write(appendMessage(nil, message{kind: kindHello, rank: rank, size: size, pid: 4242})); err != nil {
 		t.Fatal(err)
 	}
@@ -322,43 +367,45 @@ func TestBadHello(t *testing.T) {
 		{"wrong size", 1, 5, "believes the job has 5 ranks"},
 		{"rank twice", 0, 4, "rank 0 connected twice"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			j := startJob(t, 4)
-			ctx := testCtx(t)
-			good, err := Dial(ctx, j.addr, 0, 4)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer good.Close()
-			conn := rawHello(t, j, tt.rank, tt.size)
-			err = j.wait(t)
-			if err == nil || !strings.Contains(err.Error(), tt.wantInError) {
-				t.Fatalf("Serve: %v, want an error with %q", err, tt.wantInError)
-			}
-			if r := faultyRank(err); r != -1 {
-				t.Errorf("FaultyRank() = %d after a bad hello, want -1", r)
-			}
-			// The bad rank is told why, and so is the good one.
-			m, rerr := readMessage(conn)
-			if rerr != nil || m.kind != kindError || !strings.Contains(string(m.data), tt.wantInError) {
-				t.Errorf("bad rank got %+v, %v; want the reason", m, rerr)
-			}
-			_, err = good.Exchange(ctx, nil)
-			wantJobFailed(t, "rank 0", err, tt.wantInError)
-		})
+	for _, network := range networks {
+		for _, tt := range tests {
+			t.Run(network+"/"+tt.name, func(t *testing.T) {
+				j := startJobOn(t, network, 4)
+				ctx := testCtx(t)
+				good, err := Dial(ctx, j.addr, 0, 4, j.secret)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer good.Close()
+				conn := rawHello(t, j, tt.rank, tt.size)
+				err = j.wait(t)
+				if err == nil || !strings.Contains(err.Error(), tt.wantInError) {
+					t.Fatalf("Serve: %v, want an error with %q", err, tt.wantInError)
+				}
+				if r := faultyRank(err); r != -1 {
+					t.Errorf("FaultyRank() = %d after a bad hello, want -1", r)
+				}
+				// The bad rank is told why, and so is the good one.
+				m, rerr := readMessage(conn)
+				if rerr != nil || m.kind != kindError || !strings.Contains(string(m.data), tt.wantInError) {
+					t.Errorf("bad rank got %+v, %v; want the reason", m, rerr)
+				}
+				_, err = good.Exchange(ctx, nil)
+				wantJobFailed(t, "rank 0", err, tt.wantInError)
+			})
+		}
 	}
 }
 
 func TestDialDuplicateRank(t *testing.T) {
 	j := startJob(t, 3)
 	ctx := testCtx(t)
-	first, err := Dial(ctx, j.addr, 1, 3)
+	first, err := Dial(ctx, j.addr, 1, 3, j.secret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	_, err = Dial(ctx, j.addr, 1, 3)
+	_, err = Dial(ctx, j.addr, 1, 3, j.secret)
 	wantJobFailed(t, "second rank 1", err, "rank 1 connected twice")
 	_, err = first.Exchange(ctx, []byte("x"))
 	wantJobFailed(t, "first rank 1", err, "rank 1 connected twice")
@@ -367,10 +414,11 @@ func TestDialDuplicateRank(t *testing.T) {
 // TestVanishMidRound makes rank 3 leave after one round while the others
 // start a second: every other rank's Exchange must fail, naming rank 3.
 func TestVanishMidRound(t *testing.T) {
-	for _, how := range []string{"close", "partial frame"} {
-		t.Run(how, func(t *testing.T) {
+	for _, tc := range [][2]string{{"unix", "close"}, {"unix", "partial frame"}, {"tcp", "close"}, {"tcp", "partial frame"}} {
+		network, how := tc[0], tc[1]
+		t.Run(network+"/"+how, func(t *testing.T) {
 			const size, quitter = 6, 3
-			j := startJob(t, size)
+			j := startJobOn(t, network, size)
 			ctx := testCtx(t)
 			clients := dialAll(t, j)
 			for r, err := range forAll(size, func(r int) error {
@@ -471,7 +519,7 @@ func TestConnectionWithoutHelloIsIgnored(t *testing.T) {
 	}
 	conn.Close()
 	ctx := testCtx(t)
-	c, err := Dial(ctx, j.addr, 0, 1)
+	c, err := Dial(ctx, j.addr, 0, 1, j.secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +547,7 @@ func TestServeContextCanceled(t *testing.T) {
 	errs := make(chan error, 2)
 	for r := range 2 {
 		go func() {
-			c, err := Dial(ctx, srv.Addr(), r, 3)
+			c, err := Dial(ctx, srv.Addr(), r, 3, nil)
 			if err == nil {
 				_, err = c.Exchange(ctx, nil)
 				c.Close()
@@ -553,7 +601,7 @@ func TestExchangeContextCanceled(t *testing.T) {
 func TestCloseDuringServe(t *testing.T) {
 	j := startJob(t, 2)
 	ctx := testCtx(t)
-	c, err := Dial(ctx, j.addr, 0, 2)
+	c, err := Dial(ctx, j.addr, 0, 2, j.secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +620,7 @@ func TestCloseDuringServe(t *testing.T) {
 func TestClientClose(t *testing.T) {
 	j := startJob(t, 1)
 	ctx := testCtx(t)
-	c, err := Dial(ctx, j.addr, 0, 1)
+	c, err := Dial(ctx, j.addr, 0, 1, j.secret)
 	if err != nil {
 		t.Fatal(err)
 	}

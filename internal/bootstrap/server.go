@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,21 +16,27 @@ import (
 // a job fails, so that a rank that stopped reading cannot hold Serve.
 const farewellTimeout = time.Second
 
-// Server is the launcher's end of a job's bootstrap: a Unix socket that
-// the ranks of one job connect to. Create it with Listen, run the job with
-// one call of Serve, and Close it. Its methods are safe for concurrent
-// use. A Server must not be copied.
+// Server is the launcher's end of a job's bootstrap: a Unix socket
+// (Listen), for ranks on the launcher's host, or a TCP address
+// (ListenTCP), for ranks on several hosts, that the ranks of one job
+// connect to. Create it with Listen or ListenTCP, run the job with one
+// call of Serve, and Close it. Its methods are safe for concurrent use. A
+// Server must not be copied.
 type Server struct {
-	ln   *net.UnixListener
-	path string
-	size int
+	ln     net.Listener
+	path   string // socket path, for a Unix socket
+	secret []byte // job secret, for TCP: connections must prove they hold it
+	addr   string // what ranks dial
+	size   int
 
 	lnOnce sync.Once // closes ln
 	lnErr  error
 
 	mu      sync.Mutex
 	pids    []int
+	ended   []time.Time        // when each rank's connection ended, see Departures
 	peers   map[*peer]struct{} // open connections
+	refused int                // connections refused: another user, no secret
 	closed  bool               // Close was called
 	serving bool               // Serve was called
 	over    bool               // Serve returned: refuse new connections
@@ -39,8 +46,8 @@ type Server struct {
 // size ranks. Only processes of the same user may connect: the socket has
 // mode 0600 and, on Linux, the server checks each peer's credentials.
 func Listen(path string, size int) (*Server, error) {
-	if size < 1 || size > maxSize {
-		return nil, fmt.Errorf("bootstrap: listen: job size %d not in [1, %d]", size, maxSize)
+	if err := checkSize(size); err != nil {
+		return nil, err
 	}
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("bootstrap: listen: %s: %w", path, fs.ErrExist)
@@ -55,18 +62,59 @@ func Listen(path string, size int) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("bootstrap: listen: %w", err)
 	}
+	return newServer(ln, size, path, nil, unixScheme+path), nil
+}
+
+// ListenTCP listens on addr, "host:port" (port 0: any free port), for a
+// job of size ranks whose ranks may run on other hosts. The host must be
+// an address the ranks can dial, not a wildcard such as 0.0.0.0: [Addr]
+// is what they dial. Every connection must first prove that it holds the
+// job secret (at least MinSecret bytes) in a challenge-response
+// handshake; one that does not is closed, counted in [Server.Refused],
+// and has no effect on the job.
+func ListenTCP(addr string, size int, secret []byte) (*Server, error) {
+	if err := checkSize(size); err != nil {
+		return nil, err
+	}
+	if len(secret) < MinSecret {
+		return nil, fmt.Errorf("bootstrap: listen: a job secret of at least %d bytes is required, got %d", MinSecret, len(secret))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: listen: %w", err)
+	}
+	a := ln.Addr().(*net.TCPAddr)
+	if a.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("bootstrap: listen: %s is a wildcard address; listen on the address the ranks dial", addr)
+	}
+	return newServer(ln, size, "", bytes.Clone(secret), tcpScheme+a.String()), nil
+}
+
+// checkSize checks the size of a job.
+func checkSize(size int) error {
+	if size < 1 || size > maxSize {
+		return fmt.Errorf("bootstrap: listen: job size %d not in [1, %d]", size, maxSize)
+	}
+	return nil
+}
+
+func newServer(ln net.Listener, size int, path string, secret []byte, addr string) *Server {
 	return &Server{
-		ln:    ln,
-		path:  path,
-		size:  size,
-		pids:  make([]int, size),
-		peers: make(map[*peer]struct{}),
-	}, nil
+		ln:     ln,
+		path:   path,
+		secret: secret,
+		addr:   addr,
+		size:   size,
+		pids:   make([]int, size),
+		ended:  make([]time.Time, size),
+		peers:  make(map[*peer]struct{}),
+	}
 }
 
 // Addr returns the address ranks dial: "unix:" followed by the socket
-// path.
-func (s *Server) Addr() string { return unixScheme + s.path }
+// path, or "tcp:" followed by host:port.
+func (s *Server) Addr() string { return s.addr }
 
 // PIDs returns the pids the ranks reported in their hello so far, indexed
 // by rank, with 0 for ranks not connected yet.
@@ -76,9 +124,32 @@ func (s *Server) PIDs() []int {
 	return slices.Clone(s.pids)
 }
 
+// Departures returns, indexed by rank, when each rank's connection to
+// the server ended while Serve's context was live: the zero time for a
+// rank still connected, never connected, or whose connection ended after
+// the context did (the launcher stopping the job). A rank holds its
+// connection until its process ends (see [Client.Watch]), so this tells
+// the order in which the ranks ended, as the server saw it, for ranks on
+// other hosts too: the first of several failed ranks to end is most
+// likely the cause of the others' failure.
+func (s *Server) Departures() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ended)
+}
+
+// Refused returns the number of connections refused so far: over TCP
+// those that did not prove they hold the job secret, over a Unix socket
+// those of another user.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
 // Close closes the listener and every connection, which makes a running
-// Serve return an error, and removes the socket file. Closing twice
-// returns an error wrapping os.ErrClosed.
+// Serve return an error, and removes the socket file of a Unix socket.
+// Closing twice returns an error wrapping os.ErrClosed.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -93,14 +164,17 @@ func (s *Server) Close() error {
 	for _, p := range peers {
 		p.conn.Close()
 	}
+	if s.path == "" {
+		return err
+	}
 	if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
 		err = fmt.Errorf("bootstrap: close: %w", rerr)
 	}
 	return err
 }
 
-// closeListener closes the listener once (which also removes the socket
-// file) and returns the error of that close.
+// closeListener closes the listener once (which also removes a Unix
+// socket's file) and returns the error of that close.
 func (s *Server) closeListener() error {
 	s.lnOnce.Do(func() {
 		if err := s.ln.Close(); err != nil {
@@ -141,6 +215,49 @@ func (s *Server) forget(p *peer) {
 	p.conn.Close()
 }
 
+// refuse closes p, a connection that failed the handshake, and counts it
+// unless the server was shutting down anyway.
+func (s *Server) refuse(p *peer) {
+	s.mu.Lock()
+	if _, ok := s.peers[p]; ok {
+		delete(s.peers, p)
+		s.refused++
+	}
+	s.mu.Unlock()
+	p.conn.Close()
+}
+
+// countRefused counts a connection refused before it was tracked.
+func (s *Server) countRefused() {
+	s.mu.Lock()
+	s.refused++
+	s.mu.Unlock()
+}
+
+// authenticated marks p as having proved that it holds the job secret:
+// it may be told why the job failed. It returns false, and the caller
+// must close p, when the server no longer takes connections.
+func (s *Server) authenticated(p *peer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.over {
+		return false
+	}
+	p.authed = true
+	return true
+}
+
+// departed records that p's connection ended now, if p is a rank and live
+// is true (Serve's context has not ended) and nothing was recorded for
+// its rank yet.
+func (s *Server) departed(p *peer, live bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if live && p.slot >= 0 && s.ended[p.slot].IsZero() {
+		s.ended[p.slot] = time.Now()
+	}
+}
+
 // isClosed reports whether Close was called.
 func (s *Server) isClosed() bool {
 	s.mu.Lock()
@@ -148,20 +265,26 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// setPID records the pid rank reported.
-func (s *Server) setPID(rank, pid int) {
+// admit records that p is rank, with pid.
+func (s *Server) admit(p *peer, rank, pid int) {
 	s.mu.Lock()
 	s.pids[rank] = pid
+	p.slot = rank
 	s.mu.Unlock()
 }
 
 // peer is one connection to the server.
 type peer struct {
-	conn *net.UnixConn
+	conn net.Conn
 	wmu  sync.Mutex // serializes writes
 	// rank is -1 until the hello is accepted. rank and pid belong to
 	// the goroutine of Serve.
 	rank, pid int
+	// slot is rank, guarded by the Server's mu, for the connection's
+	// reader; authed tells whether p may be told why the job failed (a
+	// connection over TCP is not until it proved it holds the secret).
+	slot   int
+	authed bool
 }
 
 // write writes b to p in one piece.

@@ -7,6 +7,8 @@ package join
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
@@ -36,9 +38,33 @@ type Job struct {
 	// installed on Endpoint and before anything is sent through it. It
 	// waits until every rank has installed its own (a last round of the
 	// bootstrap), so that no message reaches a rank before its handlers:
-	// the tcp transport drops what arrives without a handler. It closes
-	// the bootstrap connection, whatever its outcome.
+	// the tcp transport drops what arrives without a handler. When it
+	// fails it closes the bootstrap connection; when it succeeds it
+	// leaves it open and watched (see below).
 	Ready func(ctx context.Context) error
+
+	// boot is the connection to the launcher's bootstrap server, nil for
+	// a singleton. Once the rank has joined, it stays open until the
+	// process exits, and the process exits when it ends (see watch).
+	boot *bootstrap.Client
+}
+
+// lost is what a rank does when its bootstrap connection ends while it
+// runs: print why on stderr and exit with status 1. Tests replace it.
+var lost = func(env bootstrap.Env, err error) {
+	fmt.Fprintf(os.Stderr, "narma: rank %d of %d: exiting: %v\n", env.Rank, env.Size, err)
+	os.Exit(1)
+}
+
+// watch hands the bootstrap connection of the rank env describes, its
+// rounds done, to client.Watch: the launcher learns that the rank ended
+// when the connection does, and the rank that the launcher stopped the
+// job, or died, when the launcher's end closes. A rank whose launcher
+// gave up on it must not run on: over a remote-start agent such as ssh it
+// has no other sign of it (killing ssh does not kill the remote command).
+func watch(client *bootstrap.Client, env bootstrap.Env) {
+	f := lost // read once: the test that replaces it restores it later
+	_ = client.Watch(func(err error) { f(env, err) })
 }
 
 // Join returns this process's endpoint in the job its environment

@@ -18,15 +18,17 @@ func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	default:
 		return nil, fmt.Errorf("join: %s=%q: unknown transport (want shm or tcp)", bootstrap.EnvTransport, env.Transport)
 	}
-	client, err := bootstrap.Dial(ctx, env.Addr, env.Rank, env.Size)
+	client, err := env.Dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
 	}
-	// The bootstrap is needed only to start: once every rank has mapped
-	// every other's control segment, the transport watches the peers.
-	defer client.Close()
+	// The bootstrap's rounds are needed only to start: once every rank
+	// has mapped every other's control segment, the transport watches
+	// the peers. The connection stays open, watched, until the process
+	// exits.
 	heap, err := shm.NewHeap(env.Job)
 	if err != nil {
+		client.Close()
 		return nil, err
 	}
 	// Every allocation of the library in this process now comes from
@@ -35,7 +37,9 @@ func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	ep, err := shm.New(ctx, shm.Config{Rank: env.Rank, Size: env.Size, Heap: heap, Exchange: client.Exchange})
 	if err != nil {
 		mem.SetSource(prev)
+		client.Close()
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
 	}
-	return &Job{Endpoint: ep, Transport: "shm"}, nil
+	watch(client, env)
+	return &Job{Endpoint: ep, Transport: "shm", boot: client}, nil
 }

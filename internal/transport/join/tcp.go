@@ -3,6 +3,7 @@ package join
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
 	"github.com/narma-rma/narma/internal/transport/tcp"
@@ -17,14 +18,18 @@ func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
 	}
-	client, err := bootstrap.Dial(ctx, env.Addr, env.Rank, env.Size)
+	client, err := bootstrap.Dial(ctx, env.Addr, env.Rank, env.Size, secret)
 	if err != nil {
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
+	}
+	listen := env.Listen
+	if listen == "" || listen == bootstrap.ListenAuto {
+		listen = autoListen(client.LocalAddr())
 	}
 	ep, err := tcp.New(ctx, tcp.Config{
 		Rank:        env.Rank,
 		Size:        env.Size,
-		Listen:      env.Listen,
+		Listen:      listen,
 		Exchange:    client.Exchange,
 		Secret:      secret,
 		PeerTimeout: env.PeerTimeout,
@@ -37,13 +42,28 @@ func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	// transport drops an active message that finds no handler: the
 	// bootstrap stays open for one more round, which Ready runs once the
 	// handlers are installed. From then on the transport's connections,
-	// heartbeats included, watch the peers.
+	// heartbeats included, watch the peers, and the bootstrap
+	// connection, open until the process exits, watches the launcher.
 	ready := func(ctx context.Context) error {
-		defer client.Close()
 		if _, err := client.Exchange(ctx, nil); err != nil {
+			client.Close()
 			return fmt.Errorf("join: rank %d of %d: waiting for the other ranks: %w", env.Rank, env.Size, err)
 		}
+		watch(client, env)
 		return nil
 	}
-	return &Job{Endpoint: ep, Transport: "tcp", Ready: ready}, nil
+	return &Job{Endpoint: ep, Transport: "tcp", Ready: ready, boot: client}, nil
+}
+
+// autoListen returns the address the tcp transport listens on when the
+// launcher leaves it to the rank (NARMA_TCP_LISTEN unset or "auto"): the
+// local address of its bootstrap connection, the interface through which
+// this host reaches the launcher's, and so the one the other hosts of the
+// job reach it through, port 0; loopback when the bootstrap is a Unix
+// socket, the job being on one host.
+func autoListen(local net.Addr) string {
+	if a, ok := local.(*net.TCPAddr); ok && a.IP != nil && !a.IP.IsUnspecified() {
+		return (&net.TCPAddr{IP: a.IP, Zone: a.Zone}).String()
+	}
+	return "127.0.0.1:0"
 }

@@ -15,29 +15,56 @@ import (
 )
 
 // tcpEnv returns the environment of rank r of a tcp job of n ranks whose
-// bootstrap listens at addr.
+// bootstrap listens at addr. The listen address is left to the rank.
 func tcpEnv(r, n int, addr string, secret []byte) bootstrap.Env {
 	return bootstrap.Env{
 		Rank: r, Size: n, Addr: addr, Job: "1-ab", Transport: "tcp",
-		Secret: bootstrap.EncodeSecret(secret), Listen: "127.0.0.1:0", PeerTimeout: 5 * time.Second,
+		Secret: bootstrap.EncodeSecret(secret), PeerTimeout: 5 * time.Second,
 	}
 }
 
+// catchLost makes the ranks of this test report the end of their
+// bootstrap connection on the returned channel instead of exiting.
+func catchLost(t *testing.T, n int) <-chan string {
+	t.Helper()
+	c := make(chan string, n)
+	prev := lost
+	lost = func(env bootstrap.Env, err error) { c <- fmt.Sprintf("rank %d: %v", env.Rank, err) }
+	t.Cleanup(func() { lost = prev })
+	return c
+}
+
 // TestLaunchedTCP joins three ranks, goroutines here, to a job over a
-// real bootstrap server and sends an active message around the ring.
+// real bootstrap server, on a Unix socket and over TCP, and sends an
+// active message around the ring. The ranks keep their bootstrap
+// connections once they have joined, and the job ends well when they
+// close them.
 func TestLaunchedTCP(t *testing.T) {
+	for _, network := range []string{"unix", "tcp"} {
+		t.Run(network, func(t *testing.T) { testLaunchedTCP(t, network) })
+	}
+}
+
+func testLaunchedTCP(t *testing.T, network string) {
 	const n = 3
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	srv, err := bootstrap.Listen(filepath.Join(t.TempDir(), "boot.sock"), n)
+	secret := tcp.NewSecret()
+	var srv *bootstrap.Server
+	var err error
+	if network == "tcp" {
+		srv, err = bootstrap.ListenTCP("127.0.0.1:0", n, secret)
+	} else {
+		srv, err = bootstrap.Listen(filepath.Join(t.TempDir(), "boot.sock"), n)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
+	lostC := catchLost(t, n)
 
-	secret := tcp.NewSecret()
 	jobs := make([]*Job, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -82,10 +109,12 @@ func TestLaunchedTCP(t *testing.T) {
 			t.Fatalf("rank %d: Ready: %v", r, err)
 		}
 	}
-	// Every rank closed its bootstrap connection after the last round:
-	// the job is over for the server, which reports success.
-	if err := <-served; err != nil {
-		t.Fatalf("Serve: %v", err)
+	// Every rank keeps its bootstrap connection after the last round:
+	// the job goes on for the server.
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v while the ranks run", err)
+	default:
 	}
 	for r, j := range jobs {
 		if err := j.Endpoint.SendAM((r+1)%n, 1, fmt.Appendf(nil, "hello from %d", r), nil); err != nil {
@@ -104,6 +133,96 @@ func TestLaunchedTCP(t *testing.T) {
 	for r := range n {
 		if m := fmt.Sprintf("%d<-%d:hello from %d", (r+1)%n, r, r); !seen[m] {
 			t.Errorf("missing %q in %v", m, seen)
+		}
+	}
+	// The ranks' processes exit: their connections close, and the job
+	// is over for the server, which reports success.
+	for _, j := range jobs {
+		j.boot.Close()
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	select {
+	case m := <-lostC:
+		t.Errorf("a rank was told its launcher is gone: %s", m)
+	default:
+	}
+}
+
+// TestLaunchedLosesLauncher: once joined, a rank whose bootstrap
+// connection ends, because the launcher stops the job or dies, is told
+// (and, outside this test, exits).
+func TestLaunchedLosesLauncher(t *testing.T) {
+	for _, how := range []string{"stopped", "died"} {
+		t.Run(how, func(t *testing.T) {
+			const n = 2
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			secret := tcp.NewSecret()
+			srv, err := bootstrap.ListenTCP("127.0.0.1:0", n, secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			serveCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			go srv.Serve(serveCtx)
+			lostC := catchLost(t, n)
+			jobs := make([]*Job, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for r := range n {
+				wg.Go(func() {
+					if jobs[r], errs[r] = launched(ctx, tcpEnv(r, n, srv.Addr(), secret)); errs[r] == nil {
+						errs[r] = jobs[r].Ready(ctx)
+					}
+				})
+			}
+			wg.Wait()
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("rank %d: %v", r, err)
+				}
+				defer jobs[r].Endpoint.Close()
+			}
+			want := "the launcher stopped the job"
+			if how == "stopped" {
+				stop()
+			} else {
+				srv.Close()
+				want = "the server closed the connection"
+			}
+			for range n {
+				select {
+				case m := <-lostC:
+					if !strings.Contains(m, want) {
+						t.Errorf("%s; want %q", m, want)
+					}
+				case <-ctx.Done():
+					t.Fatal("the ranks did not notice")
+				}
+			}
+		})
+	}
+}
+
+// TestAutoListen: a rank left to choose listens on the address its
+// bootstrap connection comes from, port 0, and on loopback when that is
+// a Unix socket.
+func TestAutoListen(t *testing.T) {
+	for _, tt := range []struct {
+		local net.Addr
+		want  string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(10, 231, 7, 3), Port: 41234}, "10.231.7.3:0"},
+		{&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 41234, Zone: "eth0"}, "[fe80::1%eth0]:0"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8::7"), Port: 1}, "[2001:db8::7]:0"},
+		{&net.UnixAddr{Name: "", Net: "unix"}, "127.0.0.1:0"},
+		{&net.TCPAddr{IP: net.IPv4zero}, "127.0.0.1:0"},
+	} {
+		if got := autoListen(tt.local); got != tt.want {
+			t.Errorf("autoListen(%v) = %q, want %q", tt.local, got, tt.want)
 		}
 	}
 }
@@ -171,6 +290,7 @@ func TestReadyWaits(t *testing.T) {
 	defer srv.Close()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
+	catchLost(t, n)
 	secret := tcp.NewSecret()
 	jobs := make([]*Job, n)
 	errs := make([]error, n)

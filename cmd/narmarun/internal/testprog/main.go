@@ -40,7 +40,7 @@ func run(failRank int, failAt string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := bootstrap.Dial(ctx, env.Addr, env.Rank, env.Size)
+	c, err := env.Dial(ctx)
 	if err != nil {
 		return err
 	}

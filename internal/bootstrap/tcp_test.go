@@ -1,0 +1,342 @@
+package bootstrap
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestListenTCP(t *testing.T) {
+	if _, err := ListenTCP("127.0.0.1:0", 2, testSecret[:MinSecret-1]); err == nil || !strings.Contains(err.Error(), "secret") {
+		t.Errorf("ListenTCP with a short secret: %v, want an error", err)
+	}
+	if _, err := ListenTCP("127.0.0.1:0", 0, testSecret); err == nil {
+		t.Error("ListenTCP for 0 ranks succeeded")
+	}
+	if srv, err := ListenTCP("0.0.0.0:0", 2, testSecret); err == nil || !strings.Contains(err.Error(), "wildcard") {
+		if srv != nil {
+			srv.Close()
+		}
+		t.Errorf("ListenTCP on a wildcard address: %v, want an error", err)
+	}
+	srv, err := ListenTCP("127.0.0.1:0", 2, testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(srv.Addr(), "tcp:127.0.0.1:") || strings.HasSuffix(srv.Addr(), ":0") {
+		t.Errorf("Addr() = %q, want tcp:127.0.0.1: and the port", srv.Addr())
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("second Close: %v, want os.ErrClosed", err)
+	}
+}
+
+// TestDialTCPNeedsSecret: a rank without the secret fails at once, before
+// it dials.
+func TestDialTCPNeedsSecret(t *testing.T) {
+	start := time.Now()
+	_, err := Dial(testCtx(t), "tcp:127.0.0.1:9", 0, 2, nil)
+	if err == nil || !strings.Contains(err.Error(), EnvSecret) {
+		t.Fatalf("Dial without a secret: %v, want an error naming %s", err, EnvSecret)
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("took %v: Dial dialed before checking the secret", time.Since(start))
+	}
+}
+
+// TestTCPRefusesStrangers: connections that do not hold the job secret
+// are refused and leave no mark on the job, whatever they send, even if
+// they come first and say nothing; the ranks then run their rounds and
+// the job ends well.
+func TestTCPRefusesStrangers(t *testing.T) {
+	const size = 3
+	j := startJobOn(t, "tcp", size)
+	ctx := testCtx(t)
+	_, address, _ := parseAddr(j.addr)
+
+	// A client with the wrong secret is told so and introduces itself
+	// to nobody.
+	wrong := bytes.Repeat([]byte{0x5a}, 32)
+	if c, err := Dial(ctx, j.addr, 0, size, wrong); err == nil {
+		c.Close()
+		t.Fatal("Dial with the wrong secret succeeded")
+	} else if !errors.Is(err, errAuth) || !strings.Contains(err.Error(), "does not hold the job secret") {
+		t.Fatalf("Dial with the wrong secret: %v, want an authentication error", err)
+	}
+	// A connection that sends a hello instead of the handshake, one
+	// that sends garbage, and one that says nothing (it stays open
+	// while the job runs).
+	for _, junk := range [][]byte{
+		appendMessage(appendMessage(nil, message{kind: kindHello, rank: 1, size: size, pid: 4242}),
+			message{kind: kindData, data: []byte("round 0 of an old client")}),
+		[]byte("GET / HTTP/1.0\r\n\r\n" + strings.Repeat("x", 100)),
+		nil,
+	} {
+		conn, err := net.Dial("tcp", address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if junk == nil {
+			continue
+		}
+		conn.Write(junk)
+		conn.SetReadDeadline(time.Now().Add(patience))
+		// The server closes it without a word (a reset if it left some
+		// of the junk unread).
+		if n, err := io.Copy(io.Discard, conn); (err != nil && !errors.Is(err, syscall.ECONNRESET)) || n != 0 {
+			t.Errorf("a connection that sent %.20q got %d bytes back, %v; want to be closed without a word", junk, n, err)
+		}
+	}
+	for deadline := time.Now().Add(patience); j.srv.Refused() < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := j.srv.Refused(); n != 3 {
+		t.Errorf("Refused() = %d, want 3", n)
+	}
+	errs := forAll(size, func(r int) error {
+		c, err := Dial(ctx, j.addr, r, size, j.secret)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.Exchange(ctx, blob(r, 0))
+		return err
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+	if err := j.wait(t); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// TestDialImpostor: a rank that reaches a server without the secret
+// tells it nothing but its challenge.
+func TestDialImpostor(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer conn.Close()
+		// Answer the challenge with a proof made with another secret.
+		challenge := make([]byte, challengeSize)
+		io.ReadFull(conn, challenge)
+		nonce := make([]byte, nonceSize)
+		conn.Write(append(nonce, authProof([]byte("another secret, 32 bytes long..."), "server", challenge, nonce)...))
+		conn.SetReadDeadline(time.Now().Add(patience))
+		rest, _ := io.ReadAll(conn)
+		got <- append(challenge, rest...)
+	}()
+	_, err = Dial(testCtx(t), "tcp:"+ln.Addr().String(), 0, 2, testSecret)
+	if !errors.Is(err, errAuth) || !strings.Contains(err.Error(), "the server does not hold the job secret") {
+		t.Fatalf("Dial to an impostor: %v, want an authentication error", err)
+	}
+	if b := <-got; len(b) != challengeSize {
+		t.Errorf("the impostor got %d bytes, want only the %d of the challenge", len(b), challengeSize)
+	}
+}
+
+// TestLocalAddr: the local address of a rank's connection is the
+// interface that reaches the server.
+func TestLocalAddr(t *testing.T) {
+	j := startJobOn(t, "tcp", 1)
+	c, err := Dial(testCtx(t), j.addr, 0, 1, j.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, ok := c.LocalAddr().(*net.TCPAddr)
+	if !ok || !a.IP.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Fatalf("LocalAddr() = %v, want 127.0.0.1", c.LocalAddr())
+	}
+}
+
+// watched is a rank's client after its last round, with what Watch
+// reported.
+type watched struct {
+	c    *Client
+	lost chan error
+}
+
+// watchAll dials every rank of j, runs one round and has each Watch.
+func watchAll(t *testing.T, j *testJob) []watched {
+	t.Helper()
+	ctx := testCtx(t)
+	clients := dialAll(t, j)
+	for r, err := range forAll(j.size, func(r int) error {
+		_, err := clients[r].Exchange(ctx, blob(r, 0))
+		return err
+	}) {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	w := make([]watched, j.size)
+	for r, c := range clients {
+		w[r] = watched{c, make(chan error, 1)}
+		if err := c.Watch(func(err error) { w[r].lost <- err }); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	return w
+}
+
+// lostWith waits for w's Watch to report, with an error containing want.
+func (w watched) lostWith(t *testing.T, want string) {
+	t.Helper()
+	select {
+	case err := <-w.lost:
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Watch reported %v, want an error with %q", err, want)
+		}
+	case <-time.After(patience):
+		t.Errorf("Watch did not report the end of the connection")
+	}
+}
+
+// notLost checks that w's Watch has not reported.
+func (w watched) notLost(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-w.lost:
+		t.Errorf("Watch reported %v", err)
+	default:
+	}
+}
+
+// TestWatch: after its last round a rank keeps its connection, and its
+// Watch reports when the server goes away, and not when the rank closes
+// its client itself; the server records when each rank's connection
+// ended while the job ran.
+func TestWatch(t *testing.T) {
+	for _, network := range networks {
+		t.Run(network, func(t *testing.T) {
+			j := startJobOn(t, network, 2)
+			srv := j.srv
+			w := watchAll(t, j)
+			if _, err := w[0].c.Exchange(testCtx(t), nil); err == nil || !strings.Contains(err.Error(), "after Watch") {
+				t.Errorf("Exchange after Watch: %v, want an error", err)
+			}
+			if err := w[0].c.Watch(func(error) {}); err == nil {
+				t.Error("a second Watch succeeded")
+			}
+			select {
+			case err := <-j.serve:
+				t.Fatalf("Serve returned %v while every rank held its connection", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			// Rank 1 leaves; rank 0 is told nothing.
+			if err := w[1].c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(patience); srv.Departures()[1].IsZero() && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			if d := srv.Departures(); d[1].IsZero() || !d[0].IsZero() {
+				t.Errorf("Departures() = %v, want rank 1's only", d)
+			}
+			w[1].notLost(t)
+			w[0].notLost(t)
+			// The server goes away, as with a launcher killed.
+			srv.Close()
+			w[0].lostWith(t, "rank 0: connection to the launcher: the server closed the connection")
+			w[1].notLost(t)
+		})
+	}
+}
+
+// TestWatchJobStopped: when the launcher cancels Serve, every watching
+// rank is told that the launcher stopped the job, and the connections
+// that end then are not recorded as departures.
+func TestWatchJobStopped(t *testing.T) {
+	for _, network := range networks {
+		t.Run(network, func(t *testing.T) {
+			var srv *Server
+			var err error
+			if network == "tcp" {
+				srv, err = ListenTCP("127.0.0.1:0", 3, testSecret)
+			} else {
+				srv, err = Listen(t.TempDir()+"/s", 3)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			serveCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(serveCtx) }()
+			j := &testJob{srv: srv, addr: srv.Addr(), size: 3, serve: served}
+			if network == "tcp" {
+				j.secret = testSecret
+			}
+			w := watchAll(t, j)
+			// Rank 2 ends first (its process exits), then the launcher
+			// stops the others.
+			w[2].c.Close()
+			for deadline := time.Now().Add(patience); srv.Departures()[2].IsZero() && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			for r := range 2 {
+				w[r].lostWith(t, "the launcher stopped the job")
+			}
+			if err := <-served; !errors.Is(err, context.Canceled) {
+				t.Errorf("Serve: %v, want context.Canceled", err)
+			}
+			if d := srv.Departures(); d[2].IsZero() || !d[0].IsZero() || !d[1].IsZero() {
+				t.Errorf("Departures() = %v, want rank 2's only", d)
+			}
+		})
+	}
+}
+
+// TestWatchEndsWell: ranks that keep their connections until they exit
+// end the job well, and the server records the order they left in.
+func TestWatchEndsWell(t *testing.T) {
+	j := startJobOn(t, "tcp", 3)
+	w := watchAll(t, j)
+	for _, r := range []int{1, 2, 0} {
+		before := j.srv.Departures()
+		w[r].c.Close()
+		for deadline := time.Now().Add(patience); j.srv.Departures()[r].IsZero() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		for q, d := range before {
+			if !d.IsZero() && !d.Before(j.srv.Departures()[r]) {
+				t.Errorf("rank %d left at %v, not before rank %d at %v", q, d, r, j.srv.Departures()[r])
+			}
+		}
+	}
+	if err := j.wait(t); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	var wg sync.WaitGroup
+	for _, x := range w {
+		wg.Go(func() { x.notLost(t) })
+	}
+	wg.Wait()
+}
