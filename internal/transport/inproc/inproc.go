@@ -13,7 +13,10 @@
 //     as between processes, for testing and measuring it. The library's
 //     memory comes from shared segments from then on, in the whole process;
 //   - "tcp": the TCP transport of multi-host jobs, its ranks in this one
-//     process, connected over loopback.
+//     process, connected over loopback;
+//   - "hybrid": the transport of multi-host jobs with several ranks per
+//     host (Linux only): ranks alternate between two pretend hosts, shared
+//     memory within a host, TCP between hosts.
 package inproc
 
 import (
@@ -44,6 +47,8 @@ func New(n int) ([]transport.Endpoint, error) {
 		return async.Wrap(eps), nil
 	case "shm":
 		return newShm(n)
+	case "hybrid":
+		return newHybrid(n)
 	case "tcp":
 		eps, err := tcp.Group(context.Background(), tcp.Config{Size: n})
 		if err != nil {
@@ -55,6 +60,6 @@ func New(n int) ([]transport.Endpoint, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local, async, shm or tcp)", EnvVar, name)
+		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local, async, shm, tcp or hybrid)", EnvVar, name)
 	}
 }

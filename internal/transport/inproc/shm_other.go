@@ -12,3 +12,9 @@ import (
 func newShm(n int) ([]transport.Endpoint, error) {
 	return nil, errors.New("inproc: the shm transport needs Linux")
 }
+
+// newHybrid fails: the hybrid transport uses shared memory, which needs
+// Linux.
+func newHybrid(n int) ([]transport.Endpoint, error) {
+	return nil, errors.New("inproc: the hybrid transport needs Linux")
+}
