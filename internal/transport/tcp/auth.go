@@ -86,12 +86,15 @@ func proof(secret []byte, role string, hello []byte, nonce []byte) []byte {
 	return m.Sum(nil)
 }
 
-// handshakeTimeout bounds a handshake on either side.
+// handshakeTimeout bounds a handshake at the target. At the origin, the
+// caller gives the deadline (peer.conn: the dial's, within the peer
+// timeout).
 const handshakeTimeout = 10 * time.Second
 
-// clientHandshake opens conn as rank origin's connection to target.
-func clientHandshake(conn net.Conn, secret []byte, origin, target, size int) error {
-	if err := conn.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
+// clientHandshake opens conn as rank origin's connection to target; it
+// fails if the handshake is not over by deadline.
+func clientHandshake(conn net.Conn, secret []byte, origin, target, size int, deadline time.Time) error {
+	if err := conn.SetDeadline(deadline); err != nil {
 		return err
 	}
 	h := hello{origin: uint32(origin), target: uint32(target), size: uint32(size)}
@@ -102,7 +105,7 @@ func clientHandshake(conn net.Conn, secret []byte, origin, target, size int) err
 	}
 	var reply [nonceSize + macSize]byte
 	if _, err := io.ReadFull(conn, reply[:]); err != nil {
-		return fmt.Errorf("%w: rank %d closed the handshake: %v", ErrAuth, target, err)
+		return fmt.Errorf("%w: rank %d did not complete the handshake: %v", ErrAuth, target, err)
 	}
 	nonce := reply[:nonceSize]
 	if !hmac.Equal(reply[nonceSize:], proof(secret, "target", hb, nonce)) {

@@ -49,6 +49,14 @@ func newInConn(p *peer, c net.Conn) *inConn {
 // the connection and fails the peer, having written nothing.
 func (in *inConn) serve() {
 	defer in.c.Close()
+	// A goodbye of Close waiting for its answer on this connection
+	// waits no more once the connection has ended.
+	defer func() {
+		select {
+		case in.byeAck <- transport.ErrClosed:
+		default:
+		}
+	}()
 	for {
 		if in.br.Buffered() < headerSize {
 			// About to wait for the network: send the replies first.

@@ -135,7 +135,10 @@ func (p *peer) conn() (*outConn, error) {
 	c, err := d.DialContext(ctx, "tcp", p.addr)
 	if err == nil {
 		raceDialed(c)
-		err = clientHandshake(c, p.ep.secret, p.ep.rank, p.rank, p.ep.size)
+		// The handshake shares the dial's deadline: a peer that
+		// accepts and then says nothing fails within the peer timeout.
+		deadline, _ := ctx.Deadline()
+		err = clientHandshake(c, p.ep.secret, p.ep.rank, p.rank, p.ep.size, deadline)
 		if err != nil {
 			c.Close()
 		}

@@ -17,12 +17,23 @@ import (
 // between endpoints of one process therefore count the bytes written in
 // each direction, and a read returns only once the writer has counted
 // the bytes it got, which orders the two for the detector.
+//
+// Connections are recognized by both their addresses, "dialer->listener",
+// not by one: ports are reused, and a connection with a stranger (a test's
+// raw client or fake peer) counted as one between endpoints would have its
+// reader wait forever for counts that nobody makes.
 
 var raceReg struct {
 	mu        sync.Mutex
 	listeners map[string]bool           // listening addresses of this process's endpoints
-	dialed    map[string]bool           // local addresses of connections dialed here
+	dialed    map[string]bool           // connections dialed here, by "dialer->listener"
+	accepted  map[string]bool           // those of them accepted by an endpoint, likewise
 	written   map[string]*atomic.Uint64 // bytes written, by "from->to"
+}
+
+// racePair is the key of a connection from dialer to listener.
+func racePair(dialer, listener net.Addr) string {
+	return dialer.String() + "->" + listener.String()
 }
 
 func raceCounter(from, to net.Addr) *atomic.Uint64 {
@@ -47,6 +58,7 @@ func raceListening(a net.Addr) {
 	if raceReg.listeners == nil {
 		raceReg.listeners = make(map[string]bool)
 		raceReg.dialed = make(map[string]bool)
+		raceReg.accepted = make(map[string]bool)
 	}
 	raceReg.listeners[a.String()] = true
 }
@@ -55,16 +67,22 @@ func raceListening(a net.Addr) {
 func raceDialed(c net.Conn) {
 	raceReg.mu.Lock()
 	defer raceReg.mu.Unlock()
-	raceReg.dialed[c.LocalAddr().String()] = true
+	if raceReg.listeners[c.RemoteAddr().String()] {
+		raceReg.dialed[racePair(c.LocalAddr(), c.RemoteAddr())] = true
+	}
 }
 
 // raceWrap returns c counting its bytes if its other end is in this
-// process.
+// process: at the listener, if an endpoint dialed it; at the dialer, if
+// an endpoint accepted it (which happened before, in the handshake).
 func raceWrap(c net.Conn, dialer bool) net.Conn {
 	raceReg.mu.Lock()
-	local := raceReg.dialed[c.RemoteAddr().String()]
+	var local bool
 	if dialer {
-		local = raceReg.listeners[c.RemoteAddr().String()]
+		local = raceReg.accepted[racePair(c.LocalAddr(), c.RemoteAddr())]
+	} else if pair := racePair(c.RemoteAddr(), c.LocalAddr()); raceReg.dialed[pair] {
+		local = true
+		raceReg.accepted[pair] = true
 	}
 	raceReg.mu.Unlock()
 	if !local {
