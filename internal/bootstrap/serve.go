@@ -43,7 +43,6 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	j := &job{
 		s:      s,
-		ctx:    ctx,
 		events: make(chan event),
 		done:   make(chan struct{}),
 		byRank: make([]*peer, s.size),
@@ -69,7 +68,6 @@ type event struct {
 // belongs to the goroutine of Serve.
 type job struct {
 	s      *Server
-	ctx    context.Context // Serve's
 	events chan event
 	done   chan struct{} // closed when Serve stops listening to events
 	wg     sync.WaitGroup
@@ -126,10 +124,7 @@ func (j *job) read(p *peer) {
 	for {
 		m, err := readMessage(r)
 		if err != nil {
-			// Only the end of a connection while the job runs tells
-			// something about the rank; once ctx has ended, the
-			// launcher is stopping the ranks itself.
-			j.s.departed(p, j.ctx.Err() == nil)
+			j.s.departed(p)
 		}
 		if !j.report(event{p: p, m: m, err: err}) || err != nil {
 			return

@@ -124,14 +124,14 @@ func (s *Server) PIDs() []int {
 	return slices.Clone(s.pids)
 }
 
-// Departures returns, indexed by rank, when each rank's connection to
-// the server ended while Serve's context was live: the zero time for a
-// rank still connected, never connected, or whose connection ended after
-// the context did (the launcher stopping the job). A rank holds its
-// connection until its process ends (see [Client.Watch]), so this tells
-// the order in which the ranks ended, as the server saw it, for ranks on
-// other hosts too: the first of several failed ranks to end is most
-// likely the cause of the others' failure.
+// Departures returns, indexed by rank, when the server saw each rank's
+// connection end: the zero time for a rank still connected or never
+// connected. A rank holds its connection until its process ends (see
+// [Client.Watch]), so this tells the order in which the ranks ended, as
+// seen from one place, for ranks on other hosts too: of several failed
+// ranks, the first to end is most likely the cause of the others'
+// failure. A launcher compares these times with the time it began
+// stopping the ranks itself: the ends it caused come after.
 func (s *Server) Departures() []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,13 +247,12 @@ func (s *Server) authenticated(p *peer) bool {
 	return true
 }
 
-// departed records that p's connection ended now, if p is a rank and live
-// is true (Serve's context has not ended) and nothing was recorded for
-// its rank yet.
-func (s *Server) departed(p *peer, live bool) {
+// departed records that p's connection ended now, if p is a rank and
+// nothing was recorded for its rank yet.
+func (s *Server) departed(p *peer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if live && p.slot >= 0 && s.ended[p.slot].IsZero() {
+	if p.slot >= 0 && s.ended[p.slot].IsZero() {
 		s.ended[p.slot] = time.Now()
 	}
 }
