@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
@@ -23,17 +24,20 @@ const drainPatience = 2 * time.Second
 
 // launcher runs one job.
 type launcher struct {
-	cfg    config
-	path   string // the program's resolved path
-	job    string // job identifier
-	secret string // job secret, hex-encoded; never printed
-	dir    string // private temporary directory, holding the socket
-	srv    *bootstrap.Server
-	stdout *sink
-	stderr *sink
-	out    output
-	ranks  []*rank
-	exits  chan exit // from the rank waiters
+	cfg        config
+	path       string // the program's resolved path
+	remotePath string // the program's path on other hosts
+	agent      string // the launcher agent's resolved path, with remote ranks
+	cwd        string // the working directory, for remote ranks
+	job        string // job identifier
+	secret     string // job secret, hex-encoded; never printed
+	dir        string // private temporary directory, holding the socket
+	srv        *bootstrap.Server
+	stdout     *sink
+	stderr     *sink
+	out        output
+	ranks      []*rank
+	exits      chan exit // from the rank waiters
 
 	stopServe context.CancelFunc // ends Serve
 	served    chan struct{}      // closed when Serve has returned serveErr
@@ -56,24 +60,19 @@ func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		out:    output{tag: cfg.tag},
 		exits:  make(chan exit, cfg.n),
 	}
-	path, err := exec.LookPath(cfg.program)
-	if err != nil {
-		l.logf("%v", err)
-		return cannotRunStatus(err)
+	if status, ok := l.findPrograms(); !ok {
+		return status
 	}
-	l.path = path
 	l.removeStale()
 
 	l.job = shm.NewJobID()
 	// Every job gets a fresh secret, whatever its transport; the tcp
-	// transport authenticates its connections with it.
-	l.secret = bootstrap.EncodeSecret(tcp.NewSecret())
+	// transport and a TCP bootstrap authenticate their connections with
+	// it.
+	secret := tcp.NewSecret()
+	l.secret = bootstrap.EncodeSecret(secret)
 	defer l.cleanup()
-	if l.dir, err = os.MkdirTemp("", "narmarun-"); err != nil {
-		l.logf("%v", err)
-		return exitFailure
-	}
-	if l.srv, err = bootstrap.Listen(filepath.Join(l.dir, "bootstrap.sock"), cfg.n); err != nil {
+	if err := l.listen(secret); err != nil {
 		l.logf("%v", err)
 		return exitFailure
 	}
@@ -91,6 +90,11 @@ func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		l.logf("job %s: %d ranks of %s, transport %s, bootstrap %s",
 			l.job, cfg.n, l.path, cfg.transport, l.srv.Addr())
 	}
+	defer func() {
+		if n := l.srv.Refused(); n > 0 {
+			l.logf("the bootstrap refused %d connections that were no ranks of this job", n)
+		}
+	}()
 
 	started, err := l.start()
 	if err != nil {
@@ -100,6 +104,86 @@ func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	l.killStragglers()
 	l.out.wait(after(drainPatience))
 	return status
+}
+
+// findPrograms finds the program, and the launcher agent if some ranks
+// run on other hosts. When it returns ok false, narmarun must exit with
+// status; it has said why.
+func (l *launcher) findPrograms() (status int, ok bool) {
+	local, remote := false, false
+	for r := range l.cfg.n {
+		if l.cfg.isRemote(r) {
+			remote = true
+		} else {
+			local = true
+		}
+	}
+	path, err := exec.LookPath(l.cfg.program)
+	switch {
+	case err == nil:
+	case !local:
+		// Other hosts may have the program where this one does not.
+		path = l.cfg.program
+	default:
+		l.logf("%v", err)
+		return cannotRunStatus(err), false
+	}
+	l.path = path
+	if !remote {
+		return 0, true
+	}
+	// The other hosts run the program at the path it has here.
+	if l.remotePath = path; strings.Contains(path, "/") {
+		if l.remotePath, err = filepath.Abs(path); err != nil {
+			l.logf("%v", err)
+			return exitFailure, false
+		}
+	}
+	if l.cwd, err = os.Getwd(); err != nil {
+		l.logf("%v", err)
+		return exitFailure, false
+	}
+	if l.agent, err = exec.LookPath(l.cfg.launcher[0]); err != nil {
+		l.logf("launcher agent: %v", err)
+		return cannotRunStatus(err), false
+	}
+	return 0, true
+}
+
+// listen creates the bootstrap server: a Unix socket in a fresh private
+// directory for a job on this host, a TCP address when ranks run on
+// other hosts (or --bootstrap-addr asks for one).
+func (l *launcher) listen(secret []byte) error {
+	if !l.cfg.remote() && l.cfg.bootstrapAddr == "" {
+		var err error
+		if l.dir, err = os.MkdirTemp("", "narmarun-"); err != nil {
+			return err
+		}
+		l.srv, err = bootstrap.Listen(filepath.Join(l.dir, "bootstrap.sock"), l.cfg.n)
+		return err
+	}
+	addr := l.cfg.bootstrapAddr
+	if addr == "" {
+		first := l.cfg.hosts[l.firstRemoteHost()].name
+		var err error
+		if addr, err = outgoingAddr(first); err != nil {
+			return fmt.Errorf("finding this host's address towards %s, for the ranks to reach the bootstrap: %v (give --bootstrap-addr)", first, err)
+		}
+	}
+	var err error
+	l.srv, err = bootstrap.ListenTCP(addr, l.cfg.n, secret)
+	return err
+}
+
+// firstRemoteHost returns the index of the first host, other than this
+// one, that runs ranks.
+func (l *launcher) firstRemoteHost() int {
+	for _, h := range l.cfg.hostOf {
+		if !l.cfg.hosts[h].local {
+			return h
+		}
+	}
+	return -1
 }
 
 // cannotRunStatus returns the exit status for a program that cannot be

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 )
 
@@ -49,11 +48,11 @@ type output struct {
 	readers []*os.File // read ends of the pipes being copied
 }
 
-// stream returns the file rank writes to for s, and whether the caller
+// stream returns the file a rank writes to for s, and whether the caller
 // must close it once the rank has started. Without tagging, a rank writes
-// straight to a file sink; otherwise it writes to a pipe copied (and
-// tagged) into s.
-func (o *output) stream(rank int, s *sink) (f *os.File, mine bool, err error) {
+// straight to a file sink; otherwise it writes to a pipe copied into s,
+// each line tagged with prefix.
+func (o *output) stream(prefix string, s *sink) (f *os.File, mine bool, err error) {
 	if f := s.file(); f != nil && !o.tag {
 		return f, false, nil
 	}
@@ -66,7 +65,7 @@ func (o *output) stream(rank int, s *sink) (f *os.File, mine bool, err error) {
 	o.mu.Unlock()
 	o.copiers.Go(func() {
 		if o.tag {
-			copyTagged(s, r, "["+strconv.Itoa(rank)+"] ")
+			copyTagged(s, r, prefix)
 		} else {
 			_, _ = io.Copy(s, r)
 		}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -13,15 +14,36 @@ import (
 	"github.com/narma-rma/narma/internal/bootstrap"
 )
 
-// rank is one started process of the job.
+// rank is one started process of the job: the rank itself, or, for a
+// rank on another host, the launcher agent that started it there.
 type rank struct {
-	id   int
-	cmd  *exec.Cmd
-	exit *exit // how it ended, once it has
+	id     int
+	host   int  // index in the list of hosts
+	remote bool // cmd is the launcher agent
+	cmd    *exec.Cmd
+	exit   *exit // how it ended, once it has
 }
 
-// pid returns the rank's process id.
+// pid returns the process id of the rank, or of its launcher agent.
 func (r *rank) pid() int { return r.cmd.Process.Pid }
+
+// name describes rank r in messages: "rank 3 (pid 1234)" for a job on
+// this host; with hosts, "rank 3 on h1 (pid 1234)", and for a rank on
+// another host "rank 3 on h2 (pid 567 there, agent pid 1234)", the pid
+// there as the rank reported it to the bootstrap, if it did.
+func (l *launcher) name(r *rank) string {
+	switch {
+	case l.cfg.hosts == nil:
+		return fmt.Sprintf("rank %d (pid %d)", r.id, r.pid())
+	case !r.remote:
+		return fmt.Sprintf("rank %d on %s (pid %d)", r.id, l.cfg.hosts[r.host].name, r.pid())
+	}
+	there := ""
+	if pid := l.srv.PIDs()[r.id]; pid != 0 {
+		there = fmt.Sprintf("pid %d there, ", pid)
+	}
+	return fmt.Sprintf("rank %d on %s (%sagent pid %d)", r.id, l.cfg.hosts[r.host].name, there, r.pid())
+}
 
 // exit is how a rank ended.
 type exit struct {
@@ -48,8 +70,21 @@ func (l *launcher) start() (int, error) {
 		}
 	}
 	if l.cfg.verbose {
+		shown := false
 		for _, r := range l.ranks {
-			l.logf("rank %d: pid %d", r.id, r.pid())
+			switch {
+			case l.cfg.hosts == nil:
+				l.logf("rank %d: pid %d", r.id, r.pid())
+			case !r.remote:
+				l.logf("rank %d: pid %d on %s", r.id, r.pid(), l.cfg.hosts[r.host].name)
+			case !shown:
+				// The others differ in the host and the job's
+				// variables only.
+				shown = true
+				l.logf("rank %d: launcher agent pid %d: %s", r.id, r.pid(), strings.Join(r.cmd.Args, " "))
+			default:
+				l.logf("rank %d: launcher agent pid %d for %s", r.id, r.pid(), l.cfg.hosts[r.host].name)
+			}
 		}
 	}
 	return l.cfg.n, nil
@@ -68,11 +103,20 @@ func inherited(env []string) []string {
 	})
 }
 
-// startRank starts rank r, and a goroutine that reports its exit.
+// startRank starts rank r, and a goroutine that reports its exit: the
+// program itself on this host, the launcher agent for another.
 func (l *launcher) startRank(r int, env []string) error {
-	jobEnv := bootstrap.Env{Rank: r, Size: l.cfg.n, Addr: l.srv.Addr(), Job: l.job, Transport: l.cfg.transport, Secret: l.secret}
+	jobEnv := bootstrap.Env{
+		Rank: r, Size: l.cfg.n, Addr: l.srv.Addr(), Job: l.job, Transport: l.cfg.transport,
+		Secret: l.secret, Host: l.cfg.host(r),
+	}
 	if l.cfg.transport == "tcp" {
 		jobEnv.Listen, jobEnv.PeerTimeout = tcpListen, l.cfg.peerTimeout
+		if strings.HasPrefix(l.srv.Addr(), "tcp:") {
+			// Each rank listens on its interface towards the
+			// bootstrap server, which the other hosts reach.
+			jobEnv.Listen = bootstrap.ListenAuto
+		}
 	}
 	var ours []*os.File // pipe ends to close once the rank has its copy
 	defer func() {
@@ -80,9 +124,13 @@ func (l *launcher) startRank(r int, env []string) error {
 			f.Close()
 		}
 	}()
+	prefix := "[" + strconv.Itoa(r) + "] "
+	if l.cfg.hosts != nil {
+		prefix = "[" + strconv.Itoa(r) + "@" + l.cfg.hosts[l.cfg.host(r)].name + "] "
+	}
 	streams := make([]*os.File, 2)
 	for i, s := range []*sink{l.stdout, l.stderr} {
-		f, mine, err := l.out.stream(r, s)
+		f, mine, err := l.out.stream(prefix, s)
 		if err != nil {
 			return err
 		}
@@ -99,10 +147,23 @@ func (l *launcher) startRank(r int, env []string) error {
 		Stderr:      streams[1],
 		SysProcAttr: sysProcAttr(),
 	}
+	remote := l.cfg.isRemote(r)
+	if remote {
+		// The agent gets narmarun's environment (ssh needs its own
+		// variables); the rank gets the job's on the command line, but
+		// for the secret, which it reads from its standard input.
+		cmd.Path, cmd.Args, cmd.Env = l.agent, l.agentArgs(r, jobEnv), env
+		stdin, err := secretPipe(l.secret)
+		if err != nil {
+			return err
+		}
+		ours = append(ours, stdin)
+		cmd.Stdin = stdin
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	l.ranks = append(l.ranks, &rank{id: r, cmd: cmd})
+	l.ranks = append(l.ranks, &rank{id: r, host: l.cfg.host(r), remote: remote, cmd: cmd})
 	go func() {
 		err := cmd.Wait()
 		e := exit{rank: r, status: exitFailure, how: fmt.Sprintf("could not be waited for: %v", err)}
@@ -115,12 +176,55 @@ func (l *launcher) startRank(r int, env []string) error {
 	return nil
 }
 
+// agentArgs returns the command line of the launcher agent that starts
+// rank r on its host: the agent and its arguments, the host, then the
+// command the host runs, each word quoted for the shell there (ssh
+// hands it to the user's shell as one string):
+//
+//	env NARMA_RANK=r ... sh -c SCRIPT narmarun DIR PROGRAM ARGS...
+//
+// SCRIPT (remoteScript) reads the job secret from standard input, so that
+// it is on no command line, changes to narmarun's directory DIR if the
+// host has it, and runs the program.
+func (l *launcher) agentArgs(r int, jobEnv bootstrap.Env) []string {
+	args := slices.Clone(l.cfg.launcher)
+	args = append(args, l.cfg.hosts[l.cfg.host(r)].name, "env")
+	jobEnv.Secret = ""
+	for _, kv := range jobEnv.Environ() {
+		args = append(args, shellQuote(kv))
+	}
+	args = append(args, "sh", "-c", shellQuote(remoteScript), "narmarun", shellQuote(l.cwd), shellQuote(l.remotePath))
+	for _, a := range l.cfg.args {
+		args = append(args, shellQuote(a))
+	}
+	return args
+}
+
+// secretPipe returns the read end of a pipe that holds secret and a
+// newline, then ends: the standard input of a launcher agent.
+func secretPipe(secret string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	// Far less than a pipe holds: the write does not block.
+	_, err = w.WriteString(secret + "\n")
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
 // signalAll sends sig to the process group of every rank, those that
 // have exited included: what they started may still run.
 func (l *launcher) signalAll(sig syscall.Signal) {
 	for _, r := range l.ranks {
 		if err := signalGroup(r.cmd.Process, sig); err != nil {
-			l.logf("signaling rank %d (pid %d): %v", r.id, r.pid(), err)
+			l.logf("signaling %s: %v", l.name(r), err)
 		}
 	}
 }

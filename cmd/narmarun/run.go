@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -27,8 +28,9 @@ const (
 // transports lists the transports narmarun can set up.
 var transports = []string{"shm", "tcp"}
 
-// tcpListen is the address the ranks of a tcp job listen on: narmarun
-// starts them all on this host.
+// tcpListen is the address the ranks of a tcp job on this host alone
+// listen on. The ranks of a job on several hosts listen on "auto": the
+// interface through which they reach the bootstrap server.
 const tcpListen = "127.0.0.1:0"
 
 // config is what the command line asks for.
@@ -38,6 +40,15 @@ type config struct {
 	grace     time.Duration
 	tag       bool
 	transport string
+	// hosts are those of --hosts or --hostfile (nil: every rank on this
+	// host, which is not a multi-host job); hostOf is the host of each
+	// rank, an index in hosts.
+	hosts  []host
+	hostOf []int
+	// launcher is the remote-start agent and its arguments (--launcher);
+	// bootstrapAddr is --bootstrap-addr.
+	launcher      []string
+	bootstrapAddr string
 	// peerTimeout is the tcp transport's peer timeout, from
 	// NARMA_TCP_TIMEOUT in narmarun's environment (0: the default).
 	peerTimeout time.Duration
@@ -62,19 +73,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool) {
 	fs := flag.NewFlagSet("narmarun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&cfg.n, "n", 0, "number of ranks to start (required, at least 1)")
+	var hostList, hostfile, launcher string
+	fs.IntVar(&cfg.n, "n", 0, "number of ranks to start (at least 1; required without --hosts or --hostfile,\nwhose slots it defaults to)")
 	fs.DurationVar(&cfg.timeout, "timeout", 0, "stop the job after `duration` and exit with status 124 (0: no limit)")
 	fs.DurationVar(&cfg.grace, "grace", 2*time.Second, "time between SIGTERM and SIGKILL when stopping the ranks")
-	fs.BoolVar(&cfg.tag, "tag-output", false, `prefix each line of the ranks' output with "[rank] "`)
-	fs.StringVar(&cfg.transport, "transport", "shm", "transport between the ranks, by `name`: shm (shared memory, Linux only)\nor tcp (loopback connections authenticated with a fresh secret per job)")
-	fs.BoolVar(&cfg.verbose, "v", false, "report the job id, the ranks' pids and stale segments removed, on stderr")
+	fs.BoolVar(&cfg.tag, "tag-output", false, `prefix each line of the ranks' output with "[rank] " ("[rank@host] " with --hosts)`)
+	fs.StringVar(&cfg.transport, "transport", "", "transport between the ranks, by `name`: shm (shared memory, Linux only; the default\non one host) or tcp (connections authenticated with a fresh secret per job; the\ndefault when ranks run on other hosts)")
+	fs.StringVar(&hostList, "hosts", "", "run the ranks on these hosts, `host[:slots],...` (slots default to 1), in blocks:\nranks 0 to slots-1 on the first host, and so on")
+	fs.StringVar(&hostfile, "hostfile", "", "read the hosts from `file`: one host[:slots] per line, # starts a comment")
+	fs.StringVar(&launcher, "launcher", "ssh", "remote-start agent, run as `command` host env VAR=value... program args;\nits arguments, if any, separated by spaces")
+	fs.StringVar(&cfg.bootstrapAddr, "bootstrap-addr", "", "with ranks on other hosts, listen for them on `ip:port` (default: the address\nof the interface towards the first other host, port 0)")
+	fs.BoolVar(&cfg.verbose, "v", false, "report the job id, the ranks' pids and hosts and stale segments removed, on stderr")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: narmarun -n N [flags] program [args...]\n\n"+
-			"Starts N processes of program, the ranks of one narma job. Flags (-flag or\n"+
-			"--flag) end at the program name; what follows goes to the program.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "usage: narmarun -n N [flags] program [args...]\n"+
+			"       narmarun --hosts host[:slots],... [-n N] [flags] program [args...]\n\n"+
+			"Starts N processes of program, the ranks of one narma job, on this host or on\n"+
+			"the hosts listed. Flags (-flag or --flag) end at the program name; what follows\n"+
+			"goes to the program.\n\nFlags:\n")
 		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nWith --transport tcp, %s in narmarun's environment, if set, is\n"+
-			"the peer timeout: how long a silent rank is waited for (a duration, e.g. 30s).\n", bootstrap.EnvTCPTimeout)
+		fmt.Fprintf(fs.Output(), "\nRanks on this host (localhost, 127.0.0.1 or its hostname) start directly, the\n"+
+			"others through the launcher agent, which must pass its standard input on (the\n"+
+			"job secret goes that way, never on a command line); the program must be at the\n"+
+			"same path on every host. Each rank gets %s, the index of its host in the list.\n"+
+			"\nWith --transport tcp, %s in narmarun's environment, if set, is\n"+
+			"the peer timeout: how long a silent rank is waited for (a duration, e.g. 30s).\n",
+			bootstrap.EnvHost, bootstrap.EnvTCPTimeout)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -87,6 +110,25 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 		fs.Usage()
 		return cfg, exitUsage, false
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	switch {
+	case set["hosts"] && set["hostfile"]:
+		return usage("--hosts and --hostfile exclude each other")
+	case set["hosts"]:
+		cfg.hosts, err = parseHosts(hostList)
+	case set["hostfile"]:
+		cfg.hosts, err = readHostfile(hostfile)
+	}
+	if err != nil {
+		return usage("%v", err)
+	}
+	if cfg.hosts != nil && !set["n"] {
+		for _, h := range cfg.hosts {
+			cfg.n += h.slots
+		}
+	}
 	switch {
 	case fs.NArg() == 0:
 		return usage("no program to run")
@@ -96,8 +138,29 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 		return usage("--timeout must not be negative (got %v)", cfg.timeout)
 	case cfg.grace < 0:
 		return usage("--grace must not be negative (got %v)", cfg.grace)
-	case !slices.Contains(transports, cfg.transport):
+	case set["transport"] && !slices.Contains(transports, cfg.transport):
 		return usage("unknown transport %q (supported: %s)", cfg.transport, strings.Join(transports, ", "))
+	}
+	if cfg.hosts != nil {
+		if cfg.hostOf, err = place(cfg.hosts, cfg.n); err != nil {
+			return usage("%v", err)
+		}
+	}
+	if cfg.launcher = strings.Fields(launcher); len(cfg.launcher) == 0 {
+		return usage("--launcher is empty")
+	}
+	if cfg.bootstrapAddr != "" {
+		if host, _, err := net.SplitHostPort(cfg.bootstrapAddr); err != nil || host == "" {
+			return usage("--bootstrap-addr %q is not ip:port", cfg.bootstrapAddr)
+		}
+	}
+	switch {
+	case cfg.transport == "" && cfg.remote():
+		cfg.transport = "tcp"
+	case cfg.transport == "":
+		cfg.transport = "shm"
+	case cfg.transport == "shm" && cfg.remote():
+		return usage("--transport shm needs every rank on this host; ranks on other hosts need tcp")
 	}
 	if v := os.Getenv(bootstrap.EnvTCPTimeout); v != "" && cfg.transport == "tcp" {
 		d, err := time.ParseDuration(v)
@@ -108,4 +171,27 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 	}
 	cfg.program, cfg.args = fs.Arg(0), fs.Args()[1:]
 	return cfg, 0, true
+}
+
+// remote reports whether some ranks run on other hosts.
+func (cfg *config) remote() bool {
+	for _, h := range cfg.hostOf {
+		if !cfg.hosts[h].local {
+			return true
+		}
+	}
+	return false
+}
+
+// isRemote reports whether rank r runs on another host.
+func (cfg *config) isRemote(r int) bool {
+	return cfg.hosts != nil && !cfg.hosts[cfg.hostOf[r]].local
+}
+
+// host returns the index of rank r's host in the list (0 without one).
+func (cfg *config) host(r int) int {
+	if cfg.hosts == nil {
+		return 0
+	}
+	return cfg.hostOf[r]
 }

@@ -443,6 +443,15 @@ func TestBadCommandLine(t *testing.T) {
 		{"-n", "2", "--transport", "", "/bin/true"},
 		{"-n", "2", "--timeout", "-1s", "/bin/true"},
 		{"-n", "2", "--timeout", "soon", "/bin/true"},
+		{"--hosts", "h1:2", "-n", "3", "/bin/true"},
+		{"--hosts", "h1", "--hostfile", "/dev/null", "/bin/true"},
+		{"--hosts", "h1", "--transport", "shm", "/bin/true"},
+		{"--hosts", "", "/bin/true"},
+		{"--hosts", "h1:2,h1", "/bin/true"},
+		{"--hosts", "h1", "--bootstrap-addr", "nowhere", "/bin/true"},
+		{"--hosts", "h1", "--launcher", " ", "/bin/true"},
+		{"--hostfile", "/nonexistent/hosts", "/bin/true"},
+		{"--hosts", "localhost:2", "-n", "0", "/bin/true"},
 	} {
 		res := runNarmarun(t, t.Context(), args...)
 		if res.status != 2 || !strings.Contains(res.stderr, "usage: narmarun -n N") {
@@ -456,9 +465,17 @@ func TestBadCommandLine(t *testing.T) {
 	if !strings.Contains(res.stderr, `unknown transport "udp" (supported: shm, tcp)`) {
 		t.Errorf("stderr %q does not explain the transport", res.stderr)
 	}
-	if res := runNarmarun(t, t.Context(), "-h"); res.status != 0 || !strings.Contains(res.stderr, "-tag-output") ||
-		!strings.Contains(res.stderr, "tcp") || !strings.Contains(res.stderr, "NARMA_TCP_TIMEOUT") {
-		t.Errorf("-h: status %d, stderr %q", res.status, res.stderr)
+	if res := runNarmarun(t, t.Context(), "--hosts", "h1:2", "-n", "3", "/bin/true"); !strings.Contains(res.stderr, "3 ranks but only 2 slots") {
+		t.Errorf("stderr %q does not explain the slots", res.stderr)
+	}
+	if res := runNarmarun(t, t.Context(), "--hosts", "h1", "--transport", "shm", "/bin/true"); !strings.Contains(res.stderr, "shm needs every rank on this host") {
+		t.Errorf("stderr %q does not explain why shm cannot be", res.stderr)
+	}
+	res = runNarmarun(t, t.Context(), "-h")
+	for _, want := range []string{"-tag-output", "tcp", "NARMA_TCP_TIMEOUT", "-hosts", "-hostfile", "-launcher", "-bootstrap-addr", "NARMA_HOST"} {
+		if res.status != 0 || !strings.Contains(res.stderr, want) {
+			t.Errorf("-h: status %d, stderr %q lacks %q", res.status, res.stderr, want)
+		}
 	}
 }
 

@@ -76,11 +76,12 @@ const settle = 500 * time.Millisecond
 // waiter is the state of wait.
 type waiter struct {
 	l        *launcher
-	status   int  // exit status decided so far, or -1
-	first    int  // rank whose failure decided status, or -1
-	stopping bool // SIGTERM sent
-	killed   bool // SIGKILL sent
-	bootFail bool // the bootstrap failed
+	status   int       // exit status decided so far, or -1
+	first    int       // rank whose failure decided status, or -1
+	stopping bool      // SIGTERM sent
+	stopped  time.Time // when stop began
+	killed   bool      // SIGKILL sent
+	bootFail bool      // the bootstrap failed
 
 	firstAt     time.Time // when the first failure was reaped
 	firstSignal bool      // the first failure was a death by signal
@@ -95,7 +96,7 @@ func (w *waiter) stop() {
 	if w.stopping {
 		return
 	}
-	w.stopping = true
+	w.stopping, w.stopped = true, time.Now()
 	w.l.stopServe()
 	w.l.signalAll(syscall.SIGTERM)
 	w.killAt = after(w.l.cfg.grace)
@@ -115,14 +116,14 @@ func (w *waiter) exited(e exit) {
 	case e.status != 0 && !w.stopping:
 		w.status, w.first = e.status, e.rank
 		w.firstAt, w.firstSignal = e.at, e.signal != 0
-		w.l.logf("rank %d (pid %d) %s", e.rank, r.pid(), e.how)
+		w.l.logf("%s %s", w.l.name(r), e.how)
 		w.stop()
 	case w.suddenDeath(e):
-		w.l.logf("rank %d (pid %d) %s as rank %d failed: taking it for the first failure",
-			e.rank, r.pid(), e.how, w.first)
+		w.l.logf("%s %s as rank %d failed: taking it for the first failure",
+			w.l.name(r), e.how, w.first)
 		w.status, w.first, w.firstSignal = e.status, e.rank, true
 	case w.l.cfg.verbose:
-		w.l.logf("rank %d (pid %d) %s", e.rank, r.pid(), e.how)
+		w.l.logf("%s %s", w.l.name(r), e.how)
 	}
 }
 
@@ -159,9 +160,14 @@ func (w *waiter) verdict() int {
 	if w.first >= 0 {
 		if b, ok := faultyRank(w.l.serveErr); ok && b != w.first && b < len(w.l.ranks) {
 			if r := w.l.ranks[b]; r.exit != nil && r.exit.status != 0 {
-				w.l.logf("rank %d (pid %d) %s, which made the bootstrap fail", b, r.pid(), r.exit.how)
+				w.l.logf("%s %s, which made the bootstrap fail", w.l.name(r), r.exit.how)
 				return r.exit.status
 			}
+		}
+		if r, ok := w.leftFirst(); ok {
+			w.l.logf("%s %s, and left the job before rank %d: taking it for the first failure",
+				w.l.name(r), r.exit.how, w.first)
+			return r.exit.status
 		}
 	}
 	switch {
@@ -171,6 +177,34 @@ func (w *waiter) verdict() int {
 		return exitFailure
 	}
 	return 0
+}
+
+// leftFirst returns the failed rank, other than the one that decided
+// the status, that the bootstrap server saw end first, if it saw it end
+// before that one, and before narmarun began stopping the job. A rank
+// keeps its bootstrap connection until its process ends, so this is the
+// order in which the ranks ended, as seen from one place: when a rank is
+// killed, the others may fail (having lost it) and be reaped first, and
+// for a rank on another host narmarun sees only how its launcher agent
+// ended, not the signal that killed it (see suddenDeath).
+func (w *waiter) leftFirst() (*rank, bool) {
+	left := w.l.srv.Departures()
+	firstLeft := left[w.first]
+	if firstLeft.IsZero() || firstLeft.After(w.stopped) {
+		// Its end was seen late: it ended before narmarun reaped it.
+		firstLeft = w.stopped
+	}
+	var found *rank
+	for _, r := range w.l.ranks {
+		t := left[r.id]
+		if r.id == w.first || t.IsZero() || r.exit == nil || r.exit.status == 0 || !t.Before(firstLeft) {
+			continue
+		}
+		if found == nil || t.Before(left[found.id]) {
+			found = r
+		}
+	}
+	return found, found != nil
 }
 
 // faultyRank returns the rank a bootstrap error blames, if any.

@@ -4,7 +4,10 @@
 // puts for -rounds rounds, then prints "rank R of N: ok".
 //
 // With -kill-rank R, rank R kills itself with SIGKILL in round
-// -kill-round, leaving the others waiting for its token.
+// -kill-round, leaving the others waiting for its token. With
+// -print-listen, every rank prints "rank R listens on ADDR" for each TCP
+// socket it listens on once it has joined (Linux: read from /proc), so
+// that a test can check where the tcp transport listened.
 package main
 
 import (
@@ -22,14 +25,15 @@ func main() {
 	rounds := flag.Int("rounds", 100, "rounds of the token ring")
 	killRank := flag.Int("kill-rank", -1, "rank that kills itself")
 	killRound := flag.Int("kill-round", 10, "round in which it does")
+	printListen := flag.Bool("print-listen", false, "print the TCP addresses this rank listens on")
 	flag.Parse()
-	if err := run(*rounds, *killRank, *killRound); err != nil {
+	if err := run(*rounds, *killRank, *killRound, *printListen); err != nil {
 		fmt.Fprintln(os.Stderr, "narmaprog:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds, killRank, killRound int) error {
+func run(rounds, killRank, killRound int, printListen bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := narma.Init(ctx)
@@ -39,6 +43,15 @@ func run(rounds, killRank, killRound int) error {
 	defer c.Close()
 	if c.Rank() == 0 {
 		fmt.Printf("job %s\n", os.Getenv("NARMA_JOB"))
+	}
+	if printListen {
+		addrs, err := listening()
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			fmt.Printf("rank %d listens on %s\n", c.Rank(), a)
+		}
 	}
 	w, err := narma.Allocate[int64](ctx, c, 1)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 func main() {
 	failRank := flag.Int("fail-rank", -1, "rank that exits with status 3 after the first round")
-	failAt := flag.String("fail-at", "round1", "when the failing rank exits: dial or round1")
+	failAt := flag.String("fail-at", "round1", "when the failing rank exits: dial, round1 or end")
 	flag.Parse()
 	if err := run(*failRank, *failAt); err != nil {
 		fmt.Fprintln(os.Stderr, "testprog:", err)
@@ -46,7 +46,7 @@ func run(failRank int, failAt string) error {
 	}
 	defer c.Close()
 	for round := range 2 {
-		if round == 1 && env.Rank == failRank {
+		if round == 1 && env.Rank == failRank && failAt == "round1" {
 			os.Exit(3)
 		}
 		all, err := c.Exchange(ctx, blob(env.Job, env.Rank, round))
@@ -61,6 +61,19 @@ func run(failRank int, failAt string) error {
 				return fmt.Errorf("round %d: rank %d sent %q, want %q", round, r, b, want)
 			}
 		}
+	}
+	if failAt == "end" {
+		// Keep the connection until the process exits, as a rank that
+		// joined does.
+		if err := c.Watch(func(error) { os.Exit(1) }); err != nil {
+			return err
+		}
+		if env.Rank == failRank {
+			os.Exit(3)
+		}
+		// The others fail a moment later, as ranks that lost it.
+		time.Sleep(300 * time.Millisecond)
+		return fmt.Errorf("rank %d is gone", failRank)
 	}
 	if err := c.Close(); err != nil {
 		return err
