@@ -9,32 +9,62 @@ import (
 	"github.com/narma-rma/narma/internal/transport"
 )
 
-// signal is a broadcast wake-up: waiters take the current channel, check
-// their condition, and sleep on the channel; broadcast closes it. A channel
-// is made only when somebody waits, so state changes nobody waits for cost
-// a mutex and nothing else.
+// signal is a broadcast wake-up: a waiter takes a channel (channel),
+// checks its condition, sleeps on the channel, and gives it back
+// (release); broadcast signals every channel taken since the last
+// broadcast. Channels are reused, so a waiter that sleeps allocates
+// nothing in the steady state; state changes nobody waits for cost a
+// mutex and nothing else.
 type signal struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu      sync.Mutex
+	waiting []chan struct{} // taken and not yet signalled
+	spare   []chan struct{} // given back, empty
 }
 
-func (s *signal) channel() <-chan struct{} {
+func (s *signal) channel() chan struct{} {
 	s.mu.Lock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
+	defer s.mu.Unlock()
+	var ch chan struct{}
+	if n := len(s.spare); n > 0 {
+		ch, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		ch = make(chan struct{}, 1)
 	}
-	ch := s.ch
-	s.mu.Unlock()
+	s.waiting = append(s.waiting, ch)
 	return ch
+}
+
+// release gives back a channel from channel, signalled or not.
+func (s *signal) release(ch chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, w := range s.waiting {
+		if w == ch {
+			last := len(s.waiting) - 1
+			s.waiting[i] = s.waiting[last]
+			s.waiting[last] = nil
+			s.waiting = s.waiting[:last]
+			break
+		}
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	s.spare = append(s.spare, ch)
 }
 
 func (s *signal) broadcast() {
 	s.mu.Lock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
+	defer s.mu.Unlock()
+	for i, ch := range s.waiting {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+		s.waiting[i] = nil
 	}
-	s.mu.Unlock()
+	s.waiting = s.waiting[:0]
 }
 
 // spinRounds is how many times a waiter re-checks its condition, yielding
@@ -80,13 +110,17 @@ func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) err
 	for {
 		ch := c.sig.channel()
 		if cond() {
+			c.sig.release(ch)
 			return nil
 		}
 		select {
 		case <-ch:
+			c.sig.release(ch)
 		case <-ctx.Done():
+			c.sig.release(ch)
 			return c.stopErr(ctx)
 		case <-c.abort:
+			c.sig.release(ch)
 			return c.abortError()
 		}
 	}

@@ -45,21 +45,22 @@ func (cl *call) finish(err error) {
 }
 
 // waiter receives the outcome of a call that a goroutine waits for.
-// Waiters come from a pool and go back once their outcome is received.
 type waiter struct {
-	ch chan error // buffered
+	ch   chan error // buffered
+	home *outConn   // takes the waiter back for its next flush, if set
 }
 
-var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
+func newWaiter() *waiter { return &waiter{ch: make(chan error, 1)} }
 
-func newWaiter() *waiter { return waiterPool.Get().(*waiter) }
-
-// wait returns the outcome; the waiter goes back to the pool unless ctx
-// ends first (then the late outcome is dropped with it).
+// wait returns the outcome. A flush's waiter goes back to its connection
+// for the next flush unless ctx ends first (then the late outcome is
+// dropped with it).
 func (w *waiter) wait(ctx context.Context) error {
 	select {
 	case err := <-w.ch:
-		waiterPool.Put(w)
+		if w.home != nil {
+			w.home.spare.Store(w)
+		}
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -78,6 +79,8 @@ type outConn struct {
 	issued uint64 // operations written, under wmu
 
 	flushed atomic.Uint64 // operations known complete at the target
+
+	spare atomic.Pointer[waiter] // a flush waiter to reuse: flushing allocates nothing
 
 	// Calls in the order sent: the target answers in that order.
 	cmu    sync.Mutex
@@ -236,7 +239,10 @@ func (o *outConn) flush() (*waiter, error) {
 		o.wmu.Unlock()
 		return nil, nil
 	}
-	w := newWaiter()
+	w := o.spare.Swap(nil)
+	if w == nil {
+		w = &waiter{ch: make(chan error, 1), home: o}
+	}
 	err := o.write(&header{kind: KindFlush}, nil, nil, &call{w: w, covers: o.issued})
 	o.wmu.Unlock()
 	if err = o.sent(err); err != nil {
