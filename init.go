@@ -18,6 +18,20 @@ import (
 // program run with plain `go run` works too. A process calls Init once;
 // it ends its part with Comm.Close.
 //
+// Init also joins jobs that other launchers start, recognized from their
+// environment: Slurm's srun (SLURM_PROCID with SLURM_STEP_NUM_TASKS),
+// Open MPI's mpirun (OMPI_COMM_WORLD_RANK/SIZE) and MPICH's or Intel
+// MPI's mpiexec (PMI_RANK/SIZE). Such launchers give no way to meet, so
+// the job's environment names one: NARMA_RENDEZVOUS=host:port, an
+// address of the host where rank 0 runs, at which rank 0 serves the
+// job's bootstrap and the others dial it, and NARMA_SECRET, at least 32
+// hex digits, which authenticates every connection of the job (for
+// example `export NARMA_RENDEZVOUS=$(hostname -i):29500
+// NARMA_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')` in a
+// batch script before srun; Open MPI's mpirun forwards them with -x).
+// Such a job runs over the TCP transport; rank 0's Close waits until the
+// others have left.
+//
 // ctx bounds the start-up (meeting the other ranks). The Comm's Context
 // lasts until Close.
 func Init(ctx context.Context) (*Comm, error) {
@@ -38,7 +52,7 @@ func Init(ctx context.Context) (*Comm, error) {
 			return nil, errors.Join(fmt.Errorf("narma: Init: %w", err), c.e.Close())
 		}
 	}
-	c.fin = &finalizer{cancel: cancel}
+	c.fin = &finalizer{cancel: cancel, finish: j.Finish}
 	return c, nil
 }
 
@@ -46,6 +60,7 @@ func Init(ctx context.Context) (*Comm, error) {
 type finalizer struct {
 	once   sync.Once
 	cancel context.CancelFunc
+	finish func() error // the job's own end, if it has one
 	err    error
 }
 
@@ -65,7 +80,11 @@ func (c *Comm) Close() error {
 		berr := c.e.Barrier(c.ctx)
 		c.fin.cancel()
 		cerr := c.e.Close()
-		c.fin.err = errors.Join(berr, cerr)
+		var ferr error
+		if c.fin.finish != nil {
+			ferr = c.fin.finish()
+		}
+		c.fin.err = errors.Join(berr, cerr, ferr)
 	})
 	return c.fin.err
 }

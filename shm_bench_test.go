@@ -39,6 +39,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if testjob.Call() == externalCall {
+		if err := externalRank(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if call, ok := strings.CutPrefix(testjob.Call(), tcpBenchCall); ok {
 		if err := tcpPingPongRank(call); err != nil {
 			fmt.Fprintln(os.Stderr, err)

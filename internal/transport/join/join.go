@@ -42,6 +42,11 @@ type Job struct {
 	// fails it closes the bootstrap connection; when it succeeds it
 	// leaves it open and watched (see below).
 	Ready func(ctx context.Context) error
+	// Finish, when not nil, must be called when the rank leaves the job,
+	// after its last communication: the rank that serves the job's
+	// bootstrap (rank 0 of a job of another launcher) waits there for the
+	// others to leave.
+	Finish func() error
 
 	// boot is the connection to the launcher's bootstrap server, nil for
 	// a singleton. Once the rank has joined, it stays open until the
@@ -81,10 +86,19 @@ func Join(ctx context.Context) (*Job, error) {
 		return nil, err
 	}
 	var j *Job
-	if !ok {
-		j, err = singleton()
-	} else {
+	switch {
+	case ok:
 		j, err = launched(ctx, env)
+	default:
+		lj, ext, derr := detectExternal()
+		switch {
+		case derr != nil:
+			err = derr
+		case ext:
+			j, err = external(ctx, lj, lookupEnv)
+		default:
+			j, err = singleton()
+		}
 	}
 	if err != nil {
 		return nil, err
