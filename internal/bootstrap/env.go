@@ -17,7 +17,7 @@ const (
 	EnvSize      = "NARMA_SIZE"      // number of ranks
 	EnvAddr      = "NARMA_BOOTSTRAP" // bootstrap address, "unix:" + socket path or "tcp:" + host:port
 	EnvJob       = "NARMA_JOB"       // job identifier (names the shared-memory segments)
-	EnvTransport = "NARMA_TRANSPORT" // transport between processes: "shm" or "tcp"
+	EnvTransport = "NARMA_TRANSPORT" // transport between processes: "shm", "tcp" or "hybrid"
 
 	// The job secret, hex-encoded: the launcher makes a fresh random one
 	// for every job and gives it to every rank, and the tcp transport

@@ -162,6 +162,18 @@ func nextCall(t *testing.T) string {
 	return fmt.Sprintf("%s#%d", t.Name(), calls.n[t])
 }
 
+// EnvProcsTransport names the transport of the process runs: "shm" (the
+// default), "tcp", or "hybrid" (ranks alternate between two pretend
+// hosts: shared memory within one, TCP between them).
+const EnvProcsTransport = "NARMA_TEST_PROCS_TRANSPORT"
+
+func procTransport() string {
+	if t := os.Getenv(EnvProcsTransport); t != "" {
+		return t
+	}
+	return "shm"
+}
+
 // runProcs runs job call of the current test with n processes of the
 // test binary as the ranks. They run with -test.v so that what the rank
 // function logs (t.Errorf) is in their output, which a failure reports.
@@ -169,7 +181,7 @@ func runProcs(t *testing.T, n int, call string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout+10*time.Second)
 	defer cancel()
-	_, err := testjob.Run(ctx, n, call,
+	_, err := testjob.RunOn(ctx, procTransport(), n, call,
 		"-test.run="+testjob.TestPattern(t.Name()),
 		"-test.count=1",
 		"-test.short="+strconv.FormatBool(testing.Short()),

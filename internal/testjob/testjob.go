@@ -73,8 +73,9 @@ func Run(ctx context.Context, n int, call string, args ...string) ([]Result, err
 	return RunOn(ctx, "shm", n, call, args...)
 }
 
-// RunOn is Run over the transport named ("shm" or "tcp"; a tcp job gets a
-// fresh secret and listens on loopback).
+// RunOn is Run over the transport named: "shm", "tcp" (a fresh secret,
+// listeners on loopback) or "hybrid" (as tcp, with the ranks alternating
+// between two pretend hosts, which share memory among their ranks).
 func RunOn(ctx context.Context, transport string, n int, call string, args ...string) ([]Result, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("testjob: %d ranks", n)
@@ -108,9 +109,12 @@ func RunOn(ctx context.Context, transport string, n int, call string, args ...st
 	rand.Read(secret[:])
 	for r := range cmds {
 		env := bootstrap.Env{Rank: r, Size: n, Addr: srv.Addr(), Job: job, Transport: transport}
-		if transport == "tcp" {
+		if transport == "tcp" || transport == "hybrid" {
 			env.Secret = bootstrap.EncodeSecret(secret[:])
 			env.Listen = "127.0.0.1:0"
+		}
+		if transport == "hybrid" {
+			env.Host = r % 2 // two pretend hosts, ranks alternating
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(append(os.Environ(), env.Environ()...), EnvCall+"="+call, raceEnv())

@@ -2,6 +2,8 @@ package join
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -42,9 +44,7 @@ func external(ctx context.Context, lj launchenv.Job, lookup func(string) (string
 		Rank: lj.Rank, Size: lj.Size, Addr: "tcp:" + addr, Job: lj.ID, Transport: "tcp",
 		Secret: secretHex, Listen: bootstrap.ListenAuto,
 	}
-	if env.Job == "" {
-		env.Job = lj.Launcher
-	}
+	env.Job = externalJobID(lj)
 	if s, ok := lookup(bootstrap.EnvTCPTimeout); ok && s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
@@ -100,3 +100,10 @@ func detectExternal() (launchenv.Job, bool, error) { return launchenv.Detect() }
 
 // lookupEnv is os.LookupEnv; tests replace it.
 var lookupEnv = os.LookupEnv
+
+// externalJobID turns the launcher's job identifier into one that
+// package shm accepts ("<digits>-<hex>"), the same at every rank.
+func externalJobID(lj launchenv.Job) string {
+	sum := sha256.Sum256([]byte(lj.Launcher + ":" + lj.ID))
+	return "0-" + hex.EncodeToString(sum[:8])
+}

@@ -13,10 +13,10 @@ import (
 func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	switch env.Transport {
 	case "", "shm":
-	case "tcp":
+	case "tcp", "hybrid":
 		return launchedTCP(ctx, env)
 	default:
-		return nil, fmt.Errorf("join: %s=%q: unknown transport (want shm or tcp)", bootstrap.EnvTransport, env.Transport)
+		return nil, fmt.Errorf("join: %s=%q: unknown transport (want shm, tcp or hybrid)", bootstrap.EnvTransport, env.Transport)
 	}
 	client, err := env.Dial(ctx)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // transport needs Linux.
 func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	switch env.Transport {
-	case "tcp":
+	case "tcp", "hybrid":
 		return launchedTCP(ctx, env)
 	case "", "shm":
 		return nil, fmt.Errorf("join: rank %d of %d: the shm transport needs Linux (shared memory and futexes); use tcp", env.Rank, env.Size)

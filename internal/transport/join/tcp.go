@@ -6,11 +6,13 @@ import (
 	"net"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/tcp"
 )
 
 // launchedTCP joins the job of a launcher over the TCP transport, on any
-// operating system. The library's memory stays ordinary Go memory: the
+// operating system, or over the hybrid one (env.Transport "hybrid":
+// shared memory between the ranks of a host, on Linux). The library's memory stays ordinary Go memory: the
 // peers reach it through this process's reader goroutines, not by
 // mapping it.
 func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
@@ -38,6 +40,15 @@ func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
 		client.Close()
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
 	}
+	var all transport.Endpoint = ep
+	name := "tcp"
+	if env.Transport == "hybrid" {
+		if all, name, err = withHostMemory(ctx, env, client, ep); err != nil {
+			ep.Close()
+			client.Close()
+			return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
+		}
+	}
 	// A peer may send as soon as it has this rank's address, and the
 	// transport drops an active message that finds no handler: the
 	// bootstrap stays open for one more round, which Ready runs once the
@@ -52,7 +63,7 @@ func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
 		watch(client, env)
 		return nil
 	}
-	return &Job{Endpoint: ep, Transport: "tcp", Ready: ready, boot: client}, nil
+	return &Job{Endpoint: all, Transport: name, Ready: ready, boot: client}, nil
 }
 
 // autoListen returns the address the tcp transport listens on when the

@@ -66,6 +66,13 @@ func segmentPath(job, name string) string {
 	return filepath.Join(Dir, prefix+job+"."+name)
 }
 
+// HostJob returns the identifier of the segments of job's ranks on host
+// when one machine plays several hosts (network namespaces share
+// /dev/shm): job followed by the host's number in 4 hex digits, which
+// RemoveJob(job) also removes. Identifiers of NewJobID all have the same
+// length, so no job's identifier is a prefix of another's.
+func HostJob(job string, host int) string { return fmt.Sprintf("%s%04x", job, host&0xffff) }
+
 // RemoveJob removes every segment file of job. Processes that have them
 // mapped keep their mappings; nobody can open them any more. It returns
 // the first error other than a file already gone.
@@ -73,7 +80,8 @@ func RemoveJob(job string) error {
 	if !validJob(job) {
 		return fmt.Errorf("shm: %q is not a job identifier", job)
 	}
-	files, err := filepath.Glob(filepath.Join(Dir, prefix+job+".*"))
+	// The job's own segments, and those of its hosts (HostJob).
+	files, err := filepath.Glob(filepath.Join(Dir, prefix+job+"*.*"))
 	if err != nil {
 		return err
 	}
