@@ -69,7 +69,10 @@
 // directory DIR if the host has it (the agent's own otherwise), and runs
 // the program. The program is run at the path where narmarun finds it on
 // this host (the hosts must share that layout, as with mpirun); the
-// remote ranks get the job's variables, not narmarun's environment.
+// remote ranks get the job's variables, not narmarun's environment. The
+// agent must not prompt: it runs in a process group of its own, which a
+// read from the terminal stops (for ssh: keys, known hosts; --launcher
+// "ssh -o BatchMode=yes" makes ssh fail rather than ask).
 //
 // With ranks on another host, the bootstrap server listens on TCP
 // (--bootstrap-addr, by default this host's address towards the first
