@@ -25,14 +25,17 @@
 //	                      this host's address towards the first other host, port 0)
 //	--timeout D           stop the job after duration D (exit status 124); 0, the default, means no limit
 //	--tag-output          prefix each line the ranks print with "[rank] ", or "[rank@host] " with hosts
-//	--transport NAME      transport between the ranks: "shm" or "tcp" (default shm on one host,
-//	                      tcp when ranks run on other hosts)
+//	--transport NAME      transport between the ranks: "shm", "tcp" or "hybrid" (default shm on
+//	                      one host, hybrid when ranks run on other hosts)
 //	--grace D             time between SIGTERM and SIGKILL when stopping the ranks (default 2s)
 //	-v                    report the job, the ranks' pids and hosts, stale segments removed, on stderr
 //
 // The transports are "shm", shared memory (Linux only: /dev/shm mappings
-// and futexes, so every rank on this host), and "tcp", TCP connections,
-// each one authenticated with the job secret: a fresh random 32-byte
+// and futexes, so every rank on this host); "tcp", TCP connections
+// between all ranks, even those of one host; and "hybrid", shared memory
+// between the ranks of a host (the same NARMA_HOST) and TCP between hosts,
+// as MPI libraries do (a job whose hosts each run one rank is plain tcp).
+// TCP connections are each authenticated with the job secret: a fresh random 32-byte
 // secret that narmarun makes for every job and gives the ranks,
 // hex-encoded, in NARMA_SECRET (narmarun never prints it, not even with
 // -v). With tcp, the ranks of a job on this host listen on 127.0.0.1
@@ -77,7 +80,7 @@
 // With ranks on another host, the bootstrap server listens on TCP
 // (--bootstrap-addr, by default this host's address towards the first
 // other host, port 0), and every connection to it must first prove that
-// it holds the job secret; the transport must be tcp. Each rank keeps its
+// it holds the job secret; the transport must be tcp or hybrid. Each rank keeps its
 // bootstrap connection until it exits, and exits when that connection
 // ends: killing a launcher agent such as ssh does not kill the remote
 // command, so when narmarun stops a job it kills the agents and closes

@@ -150,10 +150,10 @@ func TestHostsCommandLine(t *testing.T) {
 		remote    bool
 		launcher  []string
 	}{
-		{[]string{"--hosts", "localhost:2,h1:3"}, 5, []int{0, 0, 1, 1, 1}, "tcp", true, []string{"ssh"}},
+		{[]string{"--hosts", "localhost:2,h1:3"}, 5, []int{0, 0, 1, 1, 1}, "hybrid", true, []string{"ssh"}},
 		{[]string{"--hosts", "localhost:4"}, 4, []int{0, 0, 0, 0}, "shm", false, []string{"ssh"}},
 		{[]string{"--hosts", "localhost:2,h1:3", "-n", "2"}, 2, []int{0, 0}, "shm", false, []string{"ssh"}},
-		{[]string{"--hosts", "h1:2,h2:2", "-n", "3", "--launcher", "ssh -p 2222  -x"}, 3, []int{0, 0, 1}, "tcp", true, []string{"ssh", "-p", "2222", "-x"}},
+		{[]string{"--hosts", "h1:2,h2:2", "-n", "3", "--launcher", "ssh -p 2222  -x"}, 3, []int{0, 0, 1}, "hybrid", true, []string{"ssh", "-p", "2222", "-x"}},
 		{[]string{"-n", "3"}, 3, nil, "shm", false, []string{"ssh"}},
 	} {
 		var stderr strings.Builder

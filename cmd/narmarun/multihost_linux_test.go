@@ -197,6 +197,31 @@ func TestMultiHost(t *testing.T) {
 		checkNoSurvivors(t, prog)
 	})
 
+	t.Run("hybrid", func(t *testing.T) {
+		// The default transport of a job on several hosts: shared
+		// memory between the two ranks of each host, TCP between hosts.
+		var hosts []string
+		for _, ns := range tn.hosts {
+			hosts = append(hosts, ns+":2")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), patience)
+		defer cancel()
+		res := runNarmarun(t, ctx, "--hosts", strings.Join(hosts, ","), "--launcher", agent,
+			"--bootstrap-addr", tn.rootIP+":0", "-v", prog, "-rounds", "200")
+		if res.status != 0 {
+			t.Fatalf("status %d, want 0\n%s", res.status, res.stderr)
+		}
+		if !strings.Contains(res.stderr, ", transport hybrid,") {
+			t.Errorf("transport not hybrid:\n%s", res.stderr)
+		}
+		for r := range 8 {
+			if !strings.Contains(res.stdout, fmt.Sprintf("rank %d of 8: ok\n", r)) {
+				t.Errorf("rank %d did not finish", r)
+			}
+		}
+		checkNoSurvivors(t, prog)
+	})
+
 	t.Run("killed", func(t *testing.T) {
 		// The hosts by namespace, the bootstrap address given.
 		var hosts []string

@@ -110,7 +110,7 @@ func (l *launcher) startRank(r int, env []string) error {
 		Rank: r, Size: l.cfg.n, Addr: l.srv.Addr(), Job: l.job, Transport: l.cfg.transport,
 		Secret: l.secret, Host: l.cfg.host(r),
 	}
-	if l.cfg.transport == "tcp" {
+	if l.cfg.transport != "shm" { // tcp, or hybrid whose hosts talk tcp
 		jobEnv.Listen, jobEnv.PeerTimeout = tcpListen, l.cfg.peerTimeout
 		if strings.HasPrefix(l.srv.Addr(), "tcp:") {
 			// Each rank listens on its interface towards the

@@ -113,7 +113,7 @@ echo "hello from $NARMA_RANK"
 		if len(f) != 9+len(args) {
 			t.Fatalf("rank %d saw %q", r, f)
 		}
-		if want := []string{fmt.Sprint(r), "4", hostOf[r], "tcp"}; !slices.Equal(f[:4], want) {
+		if want := []string{fmt.Sprint(r), "4", hostOf[r], "hybrid"}; !slices.Equal(f[:4], want) {
 			t.Errorf("rank %d: NARMA_RANK, SIZE, HOST, TRANSPORT = %q, want %q", r, f[:4], want)
 		}
 		if !strings.HasPrefix(f[4], "tcp:127.0.0.1:") || f[5] != "auto" {

@@ -26,7 +26,7 @@ const (
 )
 
 // transports lists the transports narmarun can set up.
-var transports = []string{"shm", "tcp"}
+var transports = []string{"shm", "tcp", "hybrid"}
 
 // tcpListen is the address the ranks of a tcp job on this host alone
 // listen on. The ranks of a job on several hosts listen on "auto": the
@@ -78,7 +78,7 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 	fs.DurationVar(&cfg.timeout, "timeout", 0, "stop the job after `duration` and exit with status 124 (0: no limit)")
 	fs.DurationVar(&cfg.grace, "grace", 2*time.Second, "time between SIGTERM and SIGKILL when stopping the ranks")
 	fs.BoolVar(&cfg.tag, "tag-output", false, `prefix each line of the ranks' output with "[rank] " ("[rank@host] " with --hosts)`)
-	fs.StringVar(&cfg.transport, "transport", "", "transport between the ranks, by `name`: shm (shared memory, Linux only; the default\non one host) or tcp (connections authenticated with a fresh secret per job; the\ndefault when ranks run on other hosts)")
+	fs.StringVar(&cfg.transport, "transport", "", "transport between the ranks, by `name`: shm (shared memory, Linux only; the default\non one host), tcp (connections authenticated with a fresh secret per job), or hybrid\n(shared memory between the ranks of a host, tcp between hosts; the default when ranks\nrun on other hosts)")
 	fs.StringVar(&hostList, "hosts", "", "run the ranks on these hosts, `host[:slots],...` (slots default to 1), in blocks:\nranks 0 to slots-1 on the first host, and so on")
 	fs.StringVar(&hostfile, "hostfile", "", "read the hosts from `file`: one host[:slots] per line, # starts a comment")
 	fs.StringVar(&launcher, "launcher", "ssh", "remote-start agent, run as `command` host env VAR=value... program args;\nits arguments, if any, separated by spaces")
@@ -95,7 +95,7 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 			"others through the launcher agent, which must pass its standard input on (the\n"+
 			"job secret goes that way, never on a command line); the program must be at the\n"+
 			"same path on every host. Each rank gets %s, the index of its host in the list.\n"+
-			"\nWith --transport tcp, %s in narmarun's environment, if set, is\n"+
+			"\nWith --transport tcp or hybrid, %s in narmarun's environment, if set, is\n"+
 			"the peer timeout: how long a silent rank is waited for (a duration, e.g. 30s).\n",
 			bootstrap.EnvHost, bootstrap.EnvTCPTimeout)
 	}
@@ -156,13 +156,13 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 	}
 	switch {
 	case cfg.transport == "" && cfg.remote():
-		cfg.transport = "tcp"
+		cfg.transport = "hybrid"
 	case cfg.transport == "":
 		cfg.transport = "shm"
 	case cfg.transport == "shm" && cfg.remote():
-		return usage("--transport shm needs every rank on this host; ranks on other hosts need tcp")
+		return usage("--transport shm needs every rank on this host; ranks on other hosts need tcp or hybrid")
 	}
-	if v := os.Getenv(bootstrap.EnvTCPTimeout); v != "" && cfg.transport == "tcp" {
+	if v := os.Getenv(bootstrap.EnvTCPTimeout); v != "" && cfg.transport != "shm" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return usage("%s=%q is not a duration of at least 0 (such as 30s)", bootstrap.EnvTCPTimeout, v)
