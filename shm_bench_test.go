@@ -150,14 +150,15 @@ func printMedians(times map[string][]float64, variants []string) {
 
 var pingPongVariants = []string{"line", "copy", "xfer", "put-notify", "put-flag", "send-recv"}
 
-// benchVariants returns the variants of all to measure: all of them, or
-// those listed in NARMA_BENCH_VARIANTS (comma-separated), e.g. to profile
-// one.
-func benchVariants(all []string) []string {
+// benchVariants returns the variants to measure: those of defaults and
+// optional listed in NARMA_BENCH_VARIANTS (comma-separated), e.g. to
+// profile one, or else defaults.
+func benchVariants(defaults []string, optional ...string) []string {
 	s := os.Getenv("NARMA_BENCH_VARIANTS")
 	if s == "" {
-		return all
+		return defaults
 	}
+	all := append(slices.Clone(defaults), optional...)
 	var vs []string
 	for _, v := range strings.Split(s, ",") {
 		if slices.Contains(all, v) {

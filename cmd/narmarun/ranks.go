@@ -139,10 +139,14 @@ func (l *launcher) startRank(r int, env []string) error {
 		}
 		streams[i] = f
 	}
+	rankEnv := append(env[:len(env):len(env)], jobEnv.Environ()...)
+	if procs := bootstrap.ProcsEnv(env, l.cfg.ranksOn(l.cfg.host(r))); procs != "" {
+		rankEnv = append(rankEnv, procs)
+	}
 	cmd := &exec.Cmd{
 		Path:        l.path,
 		Args:        append([]string{l.cfg.program}, l.cfg.args...),
-		Env:         append(env[:len(env):len(env)], jobEnv.Environ()...),
+		Env:         rankEnv,
 		Stdout:      streams[0],
 		Stderr:      streams[1],
 		SysProcAttr: sysProcAttr(),

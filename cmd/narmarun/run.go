@@ -183,6 +183,17 @@ func (cfg *config) remote() bool {
 	return false
 }
 
+// ranksOn returns the number of ranks on host h.
+func (cfg *config) ranksOn(h int) int {
+	n := 0
+	for r := range cfg.n {
+		if cfg.host(r) == h {
+			n++
+		}
+	}
+	return n
+}
+
 // isRemote reports whether rank r runs on another host.
 func (cfg *config) isRemote(r int) bool {
 	return cfg.hosts != nil && !cfg.hosts[cfg.hostOf[r]].local

@@ -118,6 +118,9 @@ func RunOn(ctx context.Context, transport string, n int, call string, args ...st
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(append(os.Environ(), env.Environ()...), EnvCall+"="+call, raceEnv())
+		if procs := bootstrap.ProcsEnv(os.Environ(), n); procs != "" {
+			cmd.Env = append(cmd.Env, procs)
+		}
 		cmd.Stdout = &outs[r]
 		cmd.Stderr = &outs[r]
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
