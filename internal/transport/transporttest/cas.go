@@ -111,7 +111,7 @@ func mutexWorker(e *env, rank int, r transport.Region, id int64, rounds int, ins
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for k := 0; k < rounds; k++ {
-		for {
+		for backoff := 1; ; backoff = min(2*backoff, 64) {
 			if err := e.cas(r, 0, mem.Int64, zero, me, res, noNotice); err != nil {
 				return fmt.Errorf("worker %d: acquire: %w", id, err)
 			}
@@ -121,7 +121,9 @@ func mutexWorker(e *env, rank int, r transport.Region, id int64, rounds int, ins
 			if ctx.Err() != nil {
 				return fmt.Errorf("worker %d: lock not acquired within %v", id, timeout)
 			}
-			runtime.Gosched()
+			for range backoff { // spinning less, the waiters leave the processor to the lock's holder
+				runtime.Gosched()
+			}
 		}
 		if in := inside.Add(1); in != 1 {
 			return fmt.Errorf("worker %d: %d workers inside the critical section", id, in)
@@ -142,6 +144,15 @@ func mutexWorker(e *env, rank int, r transport.Region, id int64, rounds int, ins
 		}
 		if got := int64(binary.LittleEndian.Uint64(res)); got != id {
 			return fmt.Errorf("worker %d: released a lock held by %d", id, got)
+		}
+		// A spin lock is not fair: a worker whose compare-and-swap is a
+		// load and store next to the lock would take it again at once,
+		// every time, before one whose request crosses a network gets
+		// there (seen with the hybrid transport on a loaded machine).
+		// Step back a little after each release (yielding: a sleep
+		// this short lasts a millisecond or more when the process idles).
+		for range 8 {
+			runtime.Gosched()
 		}
 	}
 	return nil
