@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 )
 
@@ -69,4 +70,35 @@ func (x *Local) Fail() {
 	x.failed = true
 	x.cond.Broadcast()
 	x.mu.Unlock()
+}
+
+// StartLocal starts the n ranks of a job whose ranks are goroutines of
+// this process: it calls start for every rank at once, each on its own
+// goroutine, with that rank's exchange of a shared Local, and returns the
+// results in rank order. If any rank fails, the exchanges of the others
+// fail too, those that started are closed, and the errors are returned.
+func StartLocal[T io.Closer](n int, start func(rank int, exchange func(context.Context, []byte) ([][]byte, error)) (T, error)) ([]T, error) {
+	x := NewLocal(n)
+	out := make([]T, n)
+	errs := make([]error, n)
+	ok := make([]bool, n)
+	var wg sync.WaitGroup
+	for r := range out {
+		wg.Go(func() {
+			out[r], errs[r] = start(r, x.Exchange(r))
+			if ok[r] = errs[r] == nil; !ok[r] {
+				x.Fail()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for r, e := range out {
+			if ok[r] {
+				e.Close()
+			}
+		}
+		return nil, err
+	}
+	return out, nil
 }

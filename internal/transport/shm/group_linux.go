@@ -3,7 +3,6 @@ package shm
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
 )
@@ -22,33 +21,11 @@ func GroupConfig(ctx context.Context, cfg Config) ([]*Endpoint, error) {
 	if cfg.Size < 1 {
 		return nil, errors.New("shm: group of no ranks")
 	}
-	x := bootstrap.NewLocal(cfg.Size)
-	eps := make([]*Endpoint, cfg.Size)
-	errs := make([]error, cfg.Size)
-	var wg sync.WaitGroup
-	for r := range eps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := cfg
-			c.Rank = r
-			c.Exchange = x.Exchange(r)
-			eps[r], errs[r] = New(ctx, c)
-			if errs[r] != nil {
-				x.Fail()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, e := range eps {
-			if e != nil {
-				e.Close()
-			}
-		}
-		return nil, err
-	}
-	return eps, nil
+	return bootstrap.StartLocal(cfg.Size, func(r int, x func(context.Context, []byte) ([][]byte, error)) (*Endpoint, error) {
+		c := cfg
+		c.Rank, c.Exchange = r, x
+		return New(ctx, c)
+	})
 }
 
 // Kill simulates the abrupt failure of the endpoint's rank, for tests of

@@ -161,33 +161,11 @@ func Group(ctx context.Context, cfg Config) ([]*Endpoint, error) {
 	if len(cfg.Secret) == 0 {
 		cfg.Secret = NewSecret()
 	}
-	x := bootstrap.NewLocal(cfg.Size)
-	eps := make([]*Endpoint, cfg.Size)
-	errs := make([]error, cfg.Size)
-	var wg sync.WaitGroup
-	for r := range eps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := cfg
-			c.Rank = r
-			c.Exchange = x.Exchange(r)
-			eps[r], errs[r] = New(ctx, c)
-			if errs[r] != nil {
-				x.Fail()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, e := range eps {
-			if e != nil {
-				e.Kill()
-			}
-		}
-		return nil, err
-	}
-	return eps, nil
+	return bootstrap.StartLocal(cfg.Size, func(r int, x func(context.Context, []byte) ([][]byte, error)) (*Endpoint, error) {
+		c := cfg
+		c.Rank, c.Exchange = r, x
+		return New(ctx, c)
+	})
 }
 
 // Rank returns the endpoint's rank.
