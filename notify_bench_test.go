@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/narma-rma/narma"
 )
@@ -275,8 +276,9 @@ func pcFlagLean(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int) erro
 }
 
 // flagLoop is the put-flag ping-pong, lean or not. Its waiter yields
-// between looks at its flag, so with GOMAXPROCS=1 a transport that
-// delivers on its own goroutines would wait for the scheduler's tick.
+// between looks at its flag; the lean one, for TCP, only for 50 us, then
+// it sleeps a microsecond between looks (which lets Go's scheduler poll
+// the network).
 func flagLoop(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int, lean bool) error {
 	ctx := c.Context()
 	me, peer := c.Rank(), 1-c.Rank()
@@ -300,7 +302,8 @@ func flagLoop(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int, lean b
 	}
 	wait := func() error {
 		var v int64
-		for {
+		start := time.Now()
+		for polls := 0; ; polls++ {
 			if err := w.FetchAndOp(0, &v, me, flag, narma.NoOp); err != nil {
 				return err
 			}
@@ -311,7 +314,16 @@ func flagLoop(c *narma.Comm, w *narma.Win[int64], buf []int64, iters int, lean b
 				seen = v
 				return nil
 			}
-			runtime.Gosched()
+			// The lean variant (for TCP) yields for 50 us, then sleeps
+			// between looks: goroutines that only yield keep Go's
+			// scheduler from polling the network (it does so when
+			// nothing else is runnable, or every 10 ms), so the flag
+			// would take that long to arrive.
+			if !lean || polls < 64 || time.Since(start) < 50*time.Microsecond {
+				runtime.Gosched()
+			} else {
+				time.Sleep(time.Microsecond)
+			}
 		}
 	}
 	for i := 0; i < iters; i++ {
