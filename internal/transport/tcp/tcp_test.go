@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -34,4 +35,40 @@ func TestConformance(t *testing.T) {
 		}
 		return out
 	})
+}
+
+// TestIPv6: the transport works over IPv6 (loopback ::1), where the host
+// has it.
+func TestIPv6(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	ln.Close()
+	eps := newGroup(t, Config{Size: 2, Listen: "[::1]:0", PeerTimeout: 5 * time.Second})
+	if host, _, _ := net.SplitHostPort(eps[1].Addr().String()); host != "::1" {
+		t.Fatalf("rank 1 listens on %s, want [::1]", eps[1].Addr())
+	}
+	buf := make([]byte, 64)
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan transport.Notice, 1)
+	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+	r, err := eps[0].Region(1, key, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Put(8, []byte("over ipv6"), transport.Notice{Kind: transport.NoticeTag, Tag: 6}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n.Tag != 6 || string(buf[8:17]) != "over ipv6" {
+			t.Fatalf("notice %+v, memory %q", n, buf[8:17])
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notice over IPv6")
+	}
 }
