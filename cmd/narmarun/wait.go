@@ -164,7 +164,11 @@ func (w *waiter) verdict() int {
 				return r.exit.status
 			}
 		}
-		if r, ok := w.leftFirst(); ok {
+		// A rank that died by a signal narmarun did not send is the
+		// cause, whatever the bootstrap saw first: the others noticed
+		// its death (over tcp at once) and may have left before the
+		// server read its own end.
+		if r, ok := w.leftFirst(); ok && !w.firstSignal {
 			w.l.logf("%s %s, and left the job before rank %d: taking it for the first failure",
 				w.l.name(r), r.exit.how, w.first)
 			return r.exit.status
