@@ -179,10 +179,14 @@ func (in *inConn) handle(h *header) error {
 		default:
 			x.mu.RUnlock()
 			x.mu.Lock()
-			if x.users == nil {
-				x.users = make(map[int]bool)
+			if x.dead { // withdrawn in between
+				st = StatusNoRegion
+			} else {
+				if x.users == nil {
+					x.users = make(map[int]bool)
+				}
+				x.users[in.p.rank] = true
 			}
-			x.users[in.p.rank] = true
 			x.mu.Unlock()
 		}
 		return in.reply(h.id, st, nil)

@@ -273,6 +273,15 @@ func (o *outConn) readReplies() {
 			continue
 		}
 		cl, ok := o.take(h.id)
+		if !ok && o.p.state.Load() == pClosed {
+			// The peer said goodbye, which failed our pending calls:
+			// skip the answers it sent to them before.
+			if _, err := o.br.Discard(int(h.length)); err != nil {
+				o.p.lost("connection lost", err)
+				return
+			}
+			continue
+		}
 		if !ok {
 			o.p.fail(fmt.Errorf("tcp: rank %d replied out of order (id %d): %w", o.p.rank, h.id, transport.ErrPeer))
 			return

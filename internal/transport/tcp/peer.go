@@ -159,8 +159,10 @@ func (p *peer) conn() (*outConn, error) {
 		}
 		return nil, err
 	}
-	p.ep.wg.Add(1)
-	go o.readReplies()
+	if !p.ep.track(o.readReplies) {
+		o.close(transport.ErrClosed)
+		return nil, transport.ErrClosed
+	}
 	return o, nil
 }
 
@@ -181,7 +183,25 @@ func (p *peer) attach(c net.Conn) (*inConn, error) {
 	in := newInConn(p, p.ep.wrap(raceWrap(c, false)))
 	p.lastHeard.Store(time.Now().UnixNano())
 	p.in.Store(in)
+	if !p.ep.open() || p.err() != nil {
+		// Close began, or the peer failed, while we attached: shut may
+		// have missed the connection.
+		in.c.Close()
+		return nil, transport.ErrClosed
+	}
 	return in, nil
+}
+
+// limitWrites bounds every write on the peer's connections to finish by
+// t: Close sets it, so that a peer that stopped reading cannot hold its
+// goodbye (or a writer it waits behind) forever.
+func (p *peer) limitWrites(t time.Time) {
+	if o := p.out.Load(); o != nil {
+		o.c.SetWriteDeadline(t)
+	}
+	if in := p.in.Load(); in != nil {
+		in.c.SetWriteDeadline(t)
+	}
 }
 
 // sayBye tells the peer that this endpoint closes, on each connection

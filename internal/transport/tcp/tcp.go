@@ -75,6 +75,22 @@ type Endpoint struct {
 
 	stats counters
 	wg    sync.WaitGroup // the accept loop, the heartbeat, the connections' readers
+
+	gmu      sync.Mutex // orders track against stop's wait
+	stopping bool       // stop has begun: track starts nothing
+}
+
+// track runs f on a goroutine that stop waits for, unless stop has begun
+// (then it reports false and runs nothing).
+func (e *Endpoint) track(f func()) bool {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	if e.stopping {
+		return false
+	}
+	e.wg.Add(1)
+	go f()
+	return true
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -386,6 +402,12 @@ func (e *Endpoint) Close() error {
 	}
 	close(e.done)
 	e.ln.Close()
+	limit := time.Now().Add(e.timeout)
+	for _, p := range e.peers {
+		if p != nil {
+			p.limitWrites(limit)
+		}
+	}
 	var waits []chan error
 	for _, p := range e.peers {
 		if p != nil {
@@ -423,6 +445,9 @@ func (e *Endpoint) Kill() error {
 // endpoint's handles and withdraws its regions, and waits for the
 // background goroutines to end.
 func (e *Endpoint) stop() {
+	e.gmu.Lock()
+	e.stopping = true
+	e.gmu.Unlock()
 	for _, p := range e.peers {
 		if p != nil {
 			p.shut(transport.ErrClosed)
