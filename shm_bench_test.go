@@ -138,6 +138,39 @@ func reportRatio(b *testing.B, got map[string]float64, name, num, den string) {
 	}
 }
 
+// benchScale returns iters and rounds, shortened when NARMA_BENCH_SCALE=k
+// asks for a quick run (iterations divided by k, quick rounds).
+func benchScale(iters, rounds, quick int) (int, int) {
+	if s := os.Getenv("NARMA_BENCH_SCALE"); s != "" {
+		if k, err := strconv.Atoi(s); err == nil && k > 0 {
+			return max(4, iters/k), quick
+		}
+	}
+	return iters, rounds
+}
+
+// pingPongRounds runs each variant, iters round trips at a time, rounds
+// times, interleaved, each run after a barrier, and returns each variant's
+// half round trips in nanoseconds. run does iters round trips of one
+// variant.
+func pingPongRounds(c *narma.Comm, variants []string, iters, rounds int, run func(v string) error) (map[string][]float64, error) {
+	times := map[string][]float64{}
+	for round := 0; round < rounds; round++ {
+		for _, v := range variants {
+			if err := c.Barrier(c.Context()); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			if err := run(v); err != nil {
+				return nil, fmt.Errorf("%s: %w", v, err)
+			}
+			// Half round trip: iters round trips of two messages.
+			times[v] = append(times[v], float64(time.Since(start).Nanoseconds())/float64(2*iters))
+		}
+	}
+	return times, nil
+}
+
 // printMedians prints, for rank 0 of a ping-pong job, the median of each
 // variant's times as "PP <variant> <median ns>".
 func printMedians(times map[string][]float64, variants []string) {
@@ -211,44 +244,28 @@ func pingPongRank(call string) error {
 	msg := make([]int64, n)
 	// Many short rounds: the median over rounds drops those that a
 	// descheduled process or a move of the virtual cores spoiled.
-	iters := max(10, min(2000, (4<<20)/size))
-	rounds := 25
-	if s := os.Getenv("NARMA_BENCH_SCALE"); s != "" {
-		// A quick run, for trying the benchmark out: iterations divided by
-		// the scale.
-		if k, err := strconv.Atoi(s); err == nil && k > 0 {
-			iters, rounds = max(4, iters/k), 5
-		}
-	}
+	iters, rounds := benchScale(max(10, min(2000, (4<<20)/size)), 25, 5)
 	variants := benchVariants(pingPongVariants)
-	times := map[string][]float64{}
 	var seq uint64
-	for round := 0; round < rounds; round++ {
-		for _, v := range variants {
-			if err := c.Barrier(jctx); err != nil {
-				return err
-			}
-			start := time.Now()
-			switch v {
-			case "line":
-				seq = limitPingPong(me, flag, nil, nil, seq, iters)
-			case "copy":
-				seq = limitPingPong(me, flag, bufs[me], src, seq, iters)
-			case "xfer":
-				seq = limitPingPong(me, flag, bufs[1-me], bufs[me], seq, iters)
-			case "put-notify":
-				err = pcNotify(c, w, w.Local()[:n], iters)
-			case "put-flag":
-				err = pcFlag(c, w, w.Local()[:n], iters)
-			case "send-recv":
-				err = pcSendRecv(c, w, msg, iters)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", v, err)
-			}
-			// Half round trip: iters round trips of two messages.
-			times[v] = append(times[v], float64(time.Since(start).Nanoseconds())/float64(2*iters))
+	times, err := pingPongRounds(c, variants, iters, rounds, func(v string) error {
+		switch v {
+		case "line":
+			seq = limitPingPong(me, flag, nil, nil, seq, iters)
+		case "copy":
+			seq = limitPingPong(me, flag, bufs[me], src, seq, iters)
+		case "xfer":
+			seq = limitPingPong(me, flag, bufs[1-me], bufs[me], seq, iters)
+		case "put-notify":
+			return pcNotify(c, w, w.Local()[:n], iters)
+		case "put-flag":
+			return pcFlag(c, w, w.Local()[:n], iters)
+		case "send-recv":
+			return pcSendRecv(c, w, msg, iters)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := w.UnlockAll(jctx); err != nil {
 		return err

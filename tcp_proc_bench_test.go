@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -75,36 +74,23 @@ func tcpPingPongRank(call string) error {
 	}
 	buf := make([]int64, n)
 	rbuf := make([]byte, size)
-	iters := max(10, min(1000, (16<<20)/size/8))
-	rounds := 15
-	if s := os.Getenv("NARMA_BENCH_SCALE"); s != "" {
-		if k, err := strconv.Atoi(s); err == nil && k > 0 {
-			iters, rounds = max(4, iters/k), 3
-		}
-	}
+	iters, rounds := benchScale(max(10, min(1000, (16<<20)/size/8)), 15, 3)
 	variants := benchVariants(tcpProcVariants, "put-flag")
-	times := map[string][]float64{}
-	for round := 0; round < rounds; round++ {
-		for _, v := range variants {
-			if err := c.Barrier(jctx); err != nil {
-				return err
-			}
-			start := time.Now()
-			switch v {
-			case "raw":
-				err = rawPingPong(raw, c.Rank(), rbuf, iters)
-			case "put-notify":
-				err = pcNotifyNoFlush(c, w, buf, iters)
-			case "put-flag":
-				err = pcFlagLean(c, w, buf, iters)
-			case "send-recv":
-				err = pcSendRecv(c, w, buf, iters)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", v, err)
-			}
-			times[v] = append(times[v], float64(time.Since(start).Nanoseconds())/float64(2*iters))
+	times, err := pingPongRounds(c, variants, iters, rounds, func(v string) error {
+		switch v {
+		case "raw":
+			return rawPingPong(raw, c.Rank(), rbuf, iters)
+		case "put-notify":
+			return pcNotifyNoFlush(c, w, buf, iters)
+		case "put-flag":
+			return pcFlagLean(c, w, buf, iters)
+		case "send-recv":
+			return pcSendRecv(c, w, buf, iters)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := w.UnlockAll(jctx); err != nil {
 		return err

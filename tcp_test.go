@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -113,16 +112,11 @@ func BenchmarkTCPPingPong(b *testing.B) {
 	variants = benchVariants(variants)
 	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			iters := max(10, min(1000, (16<<20)/size/8))
-			rounds := 15
+			iters, rounds := max(10, min(1000, (16<<20)/size/8)), 15
 			if delay > 0 {
 				iters, rounds = max(5, iters/20), 7
 			}
-			if s := os.Getenv("NARMA_BENCH_SCALE"); s != "" {
-				if k, err := strconv.Atoi(s); err == nil && k > 0 {
-					iters, rounds = max(4, iters/k), 3
-				}
-			}
+			iters, rounds = benchScale(iters, rounds, 3)
 			times, err := tcpPingPongRounds(size, iters, rounds, delay, variants)
 			if err != nil {
 				b.Fatal(err)
@@ -157,7 +151,7 @@ func tcpPingPongRounds(size, iters, rounds int, delay time.Duration, variants []
 		return nil, err
 	}
 	defer raw.close()
-	times := map[string][]float64{}
+	var times map[string][]float64
 	err = narma.RunTCP(ctx, 2, tcp.Config{PeerTimeout: time.Minute, Delay: delay}, func(c *narma.Comm, _ *tcp.Endpoint) error {
 		jctx := c.Context()
 		n := size / 8
@@ -169,33 +163,28 @@ func tcpPingPongRounds(size, iters, rounds int, delay time.Duration, variants []
 			return err
 		}
 		buf := make([]int64, n)
-		for round := 0; round < rounds; round++ {
-			for _, v := range variants {
-				if err := c.Barrier(jctx); err != nil {
-					return err
-				}
-				start := time.Now()
-				switch v {
-				case "raw":
-					if c.Rank() == 0 {
-						err = raw.pingPong(iters)
-					}
-				case "put-notify":
-					err = pcNotifyNoFlush(c, w, buf, iters)
-				case "put-flag":
-					// Timed with the barrier it opens with (a small share
-					// of a round: against it, not for it).
-					err = pcFlagLean(c, w, buf, iters)
-				case "send-recv":
-					err = pcSendRecv(c, w, buf, iters)
-				}
-				if err != nil {
-					return fmt.Errorf("%s: %w", v, err)
-				}
+		// put-flag is timed with the barrier it opens with (a small
+		// share of a round: against it, not for it).
+		mine, err := pingPongRounds(c, variants, iters, rounds, func(v string) error {
+			switch v {
+			case "raw":
 				if c.Rank() == 0 {
-					times[v] = append(times[v], float64(time.Since(start).Nanoseconds())/float64(2*iters))
+					return raw.pingPong(iters)
 				}
+			case "put-notify":
+				return pcNotifyNoFlush(c, w, buf, iters)
+			case "put-flag":
+				return pcFlagLean(c, w, buf, iters)
+			case "send-recv":
+				return pcSendRecv(c, w, buf, iters)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 0 {
+			times = mine
 		}
 		if err := w.UnlockAll(jctx); err != nil {
 			return err
