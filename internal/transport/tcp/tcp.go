@@ -329,7 +329,8 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 		return transport.ErrClosed
 	}
 	var first error
-	var waits []*waiter
+	var spare [8]*waiter // fence-sized jobs flush without allocating
+	waits := spare[:0]
 	for _, p := range e.peers {
 		if p == nil {
 			continue
