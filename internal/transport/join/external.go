@@ -94,10 +94,6 @@ func external(ctx context.Context, lj launchenv.Job, lookup func(string) (string
 	return j, nil
 }
 
-// detectExternal reports the job of another launcher this process belongs
-// to, if any.
-func detectExternal() (launchenv.Job, bool, error) { return launchenv.Detect() }
-
 // lookupEnv is os.LookupEnv; tests replace it.
 var lookupEnv = os.LookupEnv
 

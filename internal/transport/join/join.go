@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/launchenv"
 	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/inproc"
 )
@@ -90,7 +91,7 @@ func Join(ctx context.Context) (*Job, error) {
 	case ok:
 		j, err = launched(ctx, env)
 	default:
-		lj, ext, derr := detectExternal()
+		lj, ext, derr := launchenv.Detect()
 		switch {
 		case derr != nil:
 			err = derr
