@@ -64,6 +64,10 @@ type core struct {
 	// the cores (a busy waiter would then keep the rank it waits for off
 	// the processor).
 	spin time.Duration
+	// spinRounds is how often a waiter on a transport that is not a
+	// Poller yields before it sleeps: spinRounds, or 0 over a NetPoll
+	// transport.
+	spinRounds int
 
 	failed  []atomic.Bool // peers the transport reported failed
 	nfailed atomic.Int32
@@ -86,6 +90,9 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	k.sleeper, _ = ep.(transport.Sleeper)
 	if k.size <= runtime.NumCPU() {
 		k.spin = pollSpin
+	}
+	if !ep.Caps().NetPoll {
+		k.spinRounds = spinRounds
 	}
 	c := &Comm{core: k, user: 0, coll: 1}
 	ep.SetAMHandler(amMsg, c.handleMsg)

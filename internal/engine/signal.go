@@ -70,7 +70,11 @@ func (s *signal) broadcast() {
 // spinRounds is how many times a waiter re-checks its condition, yielding
 // the processor between checks, before it sleeps on a channel. A handful of
 // yields covers the common case of a peer goroutine that is about to
-// deliver, at the cost of a few hundred nanoseconds when it is not.
+// deliver, at the cost of a few hundred nanoseconds when it is not. Over a
+// transport whose arrivals come through the network poller (Caps.NetPoll)
+// the waiter sleeps at once: its yields would keep the runtime from
+// polling the network, and the delivering goroutine from running, until
+// they end.
 const spinRounds = 8
 
 // wait blocks until cond returns true, ctx is done or the job is aborted.
@@ -98,7 +102,7 @@ func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) err
 		}
 		p.Park()
 	} else {
-		for i := 0; i < spinRounds; i++ {
+		for i := 0; i < c.spinRounds; i++ {
 			if cond() {
 				return nil
 			}

@@ -74,6 +74,13 @@ type Caps struct {
 	Direct bool
 	// MaxAM is the largest header+payload SendAM accepts, 0 for no limit.
 	MaxAM int
+	// NetPoll reports that arrivals from peers are delivered by goroutines
+	// of the transport that wait in the Go runtime's network poller. A
+	// waiter should then sleep at once rather than yield the processor
+	// while it waits: the runtime polls the network only when it has
+	// nothing else to run, so a goroutine that keeps yielding delays the
+	// very delivery it waits for.
+	NetPoll bool
 }
 
 // AMID selects an active-message handler. The engine owns the numbering.

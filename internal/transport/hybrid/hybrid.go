@@ -127,6 +127,8 @@ func New(rank int, hosts []int, local, remote transport.Endpoint) (*Endpoint, er
 		// Never Direct: see the package documentation.
 		Direct: false,
 		MaxAM:  minLimit(lc.MaxAM, rc.MaxAM),
+		// Arrivals from other hosts come through the network poller.
+		NetPoll: rc.NetPoll,
 	}
 	e.keys.Store(&keyTable{fromLocal: map[transport.Key]transport.Key{}, fromRemote: map[transport.Key]transport.Key{}})
 	for i := range e.localAM {

@@ -138,7 +138,7 @@ func expose(t *testing.T, ep *Endpoint, size int) ([]byte, transport.Key) {
 // ranks.
 func TestRouting(t *testing.T) {
 	eps := newWorld(t, nil, []int{0, 1, 0, 1})
-	if c := eps[0].Caps(); c != (transport.Caps{Name: "hybrid(shm+tcp)"}) {
+	if c := eps[0].Caps(); c != (transport.Caps{Name: "hybrid(shm+tcp)", NetPoll: true}) {
 		t.Fatalf("Caps() = %+v", c)
 	}
 	for r, want := range []int{0, -1, 1, -1} {

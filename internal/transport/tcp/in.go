@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ type inConn struct {
 	hb      [headerSize]byte
 	refused Status // the first refusal since the last flush
 	scratch []byte // results of fetching atomics, large accumulate operands
+	// delivered: a notice was delivered since the reader last waited
+	// for the network.
+	delivered bool
 
 	byeAck chan error // receives the peer's answer to our goodbye
 }
@@ -63,6 +67,13 @@ func (in *inConn) serve() {
 			if err := in.flushReplies(); err != nil {
 				in.p.lost("write", err)
 				return
+			}
+			if in.delivered {
+				// A notice just delivered may have woken a waiting
+				// rank: let it run (and answer) before this reader's
+				// read, which finds nothing and parks.
+				in.delivered = false
+				runtime.Gosched()
 			}
 		}
 		if _, err := io.ReadFull(in.br, in.hb[:]); err != nil {
@@ -328,6 +339,7 @@ func (in *inConn) notify(h *header) {
 	}
 	if f := in.p.ep.Notice(); f != nil {
 		f(in.p.rank, transport.Key(h.key), h.noticeOf())
+		in.delivered = true
 	}
 }
 

@@ -191,7 +191,7 @@ func (e *Endpoint) Rank() int { return e.rank }
 func (e *Endpoint) Size() int { return e.size }
 
 // caps are the capabilities of every TCP endpoint.
-var caps = transport.Caps{Name: "tcp"}
+var caps = transport.Caps{Name: "tcp", NetPoll: true}
 
 // Caps reports the transport's capabilities: operations complete
 // asynchronously, memory is not reached directly, and active messages
