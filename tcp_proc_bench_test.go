@@ -21,7 +21,7 @@ const tcpBenchCall = "bench-tcp-pingpong:"
 // a rank that polls a flag in its own memory keeps the Go scheduler from
 // polling the network, and each flag waits for the scheduler's own
 // network poll (about 10 ms); BenchmarkTCPPingPong measures it in one
-// process.
+// process. raw-handoff (rawHandoff) is optional too.
 var tcpProcVariants = []string{"raw", "put-notify", "send-recv"}
 
 // BenchmarkTCPProcPingPong is the producer-consumer ping-pong between two
@@ -33,7 +33,7 @@ var tcpProcVariants = []string{"raw", "put-notify", "send-recv"}
 func BenchmarkTCPProcPingPong(b *testing.B) {
 	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			got := runPingPongJob(b, "tcp", tcpBenchCall+strconv.Itoa(size), benchVariants(tcpProcVariants, "put-flag"))
+			got := runPingPongJob(b, "tcp", tcpBenchCall+strconv.Itoa(size), benchVariants(tcpProcVariants, "put-flag", "raw-handoff"))
 			reportRatio(b, got, "notify/raw", "put-notify", "raw")
 			reportRatio(b, got, "flag/notify", "put-flag", "put-notify")
 			reportRatio(b, got, "sendrecv/notify", "send-recv", "put-notify")
@@ -75,11 +75,13 @@ func tcpPingPongRank(call string) error {
 	buf := make([]int64, n)
 	rbuf := make([]byte, size)
 	iters, rounds := benchScale(max(10, min(1000, (16<<20)/size/8)), 15, 3)
-	variants := benchVariants(tcpProcVariants, "put-flag")
+	variants := benchVariants(tcpProcVariants, "put-flag", "raw-handoff")
 	times, err := pingPongRounds(c, variants, iters, rounds, func(v string) error {
 		switch v {
 		case "raw":
 			return rawPingPong(raw, c.Rank(), rbuf, iters)
+		case "raw-handoff":
+			return rawHandoff(raw, c.Rank(), rbuf, iters)
 		case "put-notify":
 			return pcNotifyNoFlush(c, w, buf, iters)
 		case "put-flag":
@@ -143,6 +145,41 @@ func rawPingPong(conn net.Conn, rank int, buf []byte, iters int) error {
 		}
 		if rank == 0 {
 			if _, err := io.ReadFull(conn, buf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rawHandoff is rawPingPong with the reading done by another goroutine,
+// which hands each message to the ping-pong loop over a channel: the
+// shape of any receiver that reads the network in the background, as
+// narma's TCP transport does. The optional variant "raw-handoff" shows
+// what that handoff costs on its own.
+func rawHandoff(conn net.Conn, rank int, buf []byte, iters int) error {
+	got := make(chan error, 1)
+	go func() {
+		rb := make([]byte, len(buf))
+		for i := 0; i < iters; i++ {
+			_, err := io.ReadFull(conn, rb)
+			got <- err
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for i := 0; i < iters; i++ {
+		if rank == 1 {
+			if err := <-got; err != nil {
+				return err
+			}
+		}
+		if _, err := conn.Write(buf); err != nil {
+			return err
+		}
+		if rank == 0 {
+			if err := <-got; err != nil {
 				return err
 			}
 		}
