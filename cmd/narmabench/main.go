@@ -24,6 +24,11 @@
 //	--json FILE   also write the rows as JSON ("-": to stdout, instead of the table)
 //	--plot FILE   also plot the rows: median time against size, one line per variant
 //	              (the format follows the extension: .svg or .png)
+//	--mpi         also run the MPI reference program (pingpong, stencil):
+//	              narmabench carries its C sources, writes them to a temporary
+//	              directory, builds them there with mpicc, runs them with mpirun
+//	              and removes the directory; without mpicc or mpirun, one line
+//	              on stderr says they are skipped
 //	--timeout D   give up after D (default 10m)
 //
 // `narmabench all` runs every experiment one after the other, quickly by

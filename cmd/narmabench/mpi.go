@@ -13,13 +13,13 @@ import (
 // mpiSkipped is the line --mpi prints on stderr when there is no MPI.
 const mpiSkipped = "narmabench: MPI not found (mpicc/mpirun): skipping the MPI reference programs"
 
-// runMPI runs the MPI reference program of e (bench/mpi), for --mpi: it
-// compiles it with mpicc into a temporary directory, runs it with mpirun
-// on ranks ranks with o's sizes, iterations, rounds and warm-up, and
-// returns its rows, whose variants begin with "mpi-". Without mpicc or
-// mpirun, or if the sources are not found (they are looked up in the
-// checkout, see bench.MPISourceDir), or if e has no reference program, it
-// says so in one line on stderr and returns no rows.
+// runMPI runs the MPI reference program of e, for --mpi: it writes the
+// sources that narmabench carries (bench.MPISources) into a temporary
+// directory, compiles the program there with mpicc, runs it with mpirun
+// on ranks ranks with o's sizes, iterations, rounds and warm-up, removes
+// the directory, and returns the program's rows, whose variants begin
+// with "mpi-". Without mpicc or mpirun it says so in one line on stderr
+// and returns no rows; if e has no reference program it returns none.
 func runMPI(ctx context.Context, e bench.Experiment, o options, ranks int, stderr io.Writer) ([]bench.Row, error) {
 	prog, ok := bench.MPIPrograms[e.Name]
 	if !ok {
@@ -33,17 +33,15 @@ func runMPI(ctx context.Context, e bench.Experiment, o options, ranks int, stder
 	if err != nil {
 		return nil, err
 	}
-	src, err := bench.MPISourceDir(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "narmabench: %v: skipping the MPI reference programs\n", err)
-		return nil, nil
-	}
 	dir, err := os.MkdirTemp("", "narmabench-mpi-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	exe, err := m.Build(ctx, src, dir, prog)
+	if err := bench.WriteMPISources(dir); err != nil {
+		return nil, fmt.Errorf("MPI reference: %w", err)
+	}
+	exe, err := m.Build(ctx, dir, dir, prog)
 	if err != nil {
 		return nil, err
 	}

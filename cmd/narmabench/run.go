@@ -148,7 +148,7 @@ func parseFlags(name string, es []bench.Experiment, args []string, stderr io.Wri
 		fs.BoolVar(&o.sound, "sound", false, "leave out the unsound variants (the lower bounds that are not correct RMA programs)")
 	}
 	if all || es[0].Name == "pingpong" || es[0].Name == "stencil" {
-		fs.BoolVar(&o.mpi, "mpi", false, "also run the MPI reference programs of bench/mpi (pingpong, stencil) with mpicc and mpirun, if installed")
+		fs.BoolVar(&o.mpi, "mpi", false, "also run the MPI reference programs (pingpong, stencil; C sources built into narmabench) with mpicc and mpirun, if installed")
 	}
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "stop the run after this long")
 	if err := fs.Parse(args); err != nil {

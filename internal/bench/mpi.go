@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"embed"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,11 +21,11 @@ import (
 )
 
 // MPIPrefix begins the names of the variants measured by the MPI
-// reference programs of bench/mpi, e.g. "mpi-send-recv".
+// reference programs (see MPISources), e.g. "mpi-send-recv".
 const MPIPrefix = "mpi-"
 
 // MPIPrograms maps the experiments that have an MPI reference program to
-// the program's name in bench/mpi (its source is NAME.c).
+// the program's name in MPISources (its source is NAME.c).
 var MPIPrograms = map[string]string{"pingpong": "pingpong", "stencil": "stencil"}
 
 // ErrNoMPI is returned by FindMPI when mpicc or mpirun is not on PATH.
@@ -102,7 +105,7 @@ func WithMPIVariants(e Experiment, rows []Row) Experiment {
 			continue
 		}
 		vs = append(vs, Variant{Name: r.Variant, Unsound: r.Unsound,
-			Summary: "the MPI reference program (bench/mpi) for " + strings.TrimPrefix(r.Variant, MPIPrefix)})
+			Summary: "the MPI reference program (internal/bench/mpi) for " + strings.TrimPrefix(r.Variant, MPIPrefix)})
 	}
 	e.Variants = vs
 	return e
@@ -132,27 +135,31 @@ func FindMPI() (*MPI, error) {
 	return m, nil
 }
 
-// MPISourceDir finds the directory bench/mpi with the C sources of the
-// reference programs: first under the module root that `go env GOMOD`
-// names (when run inside the checkout), then relative to this source file
-// as it was compiled (for `go run` and binaries built in the checkout). It
-// returns an error if neither holds pingpong.c.
-func MPISourceDir(ctx context.Context) (string, error) {
-	var dirs []string
-	if out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output(); err == nil {
-		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
-			dirs = append(dirs, filepath.Join(filepath.Dir(mod), "bench", "mpi"))
+// MPISources holds the C sources of the MPI reference programs, the
+// directory mpi beside this file (Makefile, common.h, pingpong.c,
+// stencil.c and a README), so that an installed narmabench has them
+// without the checkout. WriteMPISources writes them out for mpicc.
+//
+//go:embed mpi/Makefile mpi/README.md mpi/*.h mpi/*.c
+var MPISources embed.FS
+
+// WriteMPISources writes the files of MPISources into the directory dir,
+// which must exist: dir is then a source directory for Build.
+func WriteMPISources(dir string) error {
+	files, err := fs.ReadDir(MPISources, "mpi")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := MPISources.ReadFile(path.Join("mpi", f.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o666); err != nil {
+			return err
 		}
 	}
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		dirs = append(dirs, filepath.Join(filepath.Dir(file), "..", "..", "bench", "mpi"))
-	}
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "pingpong.c")); err == nil {
-			return filepath.Clean(d), nil
-		}
-	}
-	return "", errors.New("sources of the MPI reference programs (bench/mpi) not found: run narmabench inside the narma checkout")
+	return nil
 }
 
 // Build compiles the program prog (e.g. "pingpong") of the source

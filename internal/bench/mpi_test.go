@@ -2,6 +2,12 @@ package bench
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,9 +74,9 @@ func TestMPIPingPong(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	src, err := MPISourceDir(ctx)
-	if err != nil {
-		t.Skip(err)
+	src := t.TempDir()
+	if err := WriteMPISources(src); err != nil {
+		t.Fatal(err)
 	}
 	exe, err := m.Build(ctx, src, t.TempDir(), "pingpong")
 	if err != nil {
@@ -86,6 +92,69 @@ func TestMPIPingPong(t *testing.T) {
 	for _, r := range rows {
 		if r.Experiment != "pingpong" || !strings.HasPrefix(r.Variant, MPIPrefix) || r.Bytes != 8 || r.Ranks != 2 || r.MedianNs <= 0 {
 			t.Errorf("bad row %+v", r)
+		}
+	}
+}
+
+// TestMPISources: the embedded sources of the MPI reference programs are
+// complete: the Makefile builds every program of MPIPrograms from its
+// NAME.c, every file a source includes with quotes is there, and
+// WriteMPISources writes them all as they are.
+func TestMPISources(t *testing.T) {
+	want := []string{"Makefile", "README.md", "common.h", "pingpong.c", "stencil.c"}
+	entries, err := fs.ReadDir(MPISources, "mpi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("embedded %v, want %v", names, want)
+	}
+	read := func(name string) string {
+		b, err := MPISources.ReadFile("mpi/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	makefile := read("Makefile")
+	include := regexp.MustCompile(`(?m)^#include "([^"]+)"`)
+	for exp, prog := range MPIPrograms {
+		if _, ok := Lookup(exp); !ok {
+			t.Errorf("MPIPrograms names %q, no experiment", exp)
+		}
+		src := read(prog + ".c")
+		rule := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(prog) + `:(.*)$`).FindStringSubmatch(makefile)
+		if rule == nil || !slices.Contains(strings.Fields(rule[1]), prog+".c") {
+			t.Errorf("the Makefile has no rule %q from %s.c", prog, prog)
+		}
+		if all := regexp.MustCompile(`(?m)^all:(.*)$`).FindStringSubmatch(makefile); all == nil || !slices.Contains(strings.Fields(all[1]), prog) {
+			t.Errorf("the Makefile's all does not build %s", prog)
+		}
+		for _, m := range include.FindAllStringSubmatch(src, -1) {
+			if !slices.Contains(names, m[1]) {
+				t.Errorf("%s.c includes %q, not embedded", prog, m[1])
+			}
+			if rule != nil && !slices.Contains(strings.Fields(rule[1]), m[1]) {
+				t.Errorf("the Makefile's rule of %s does not depend on %s", prog, m[1])
+			}
+		}
+		// The program prints the columns ParseMPICSV takes.
+		if !strings.Contains(read("common.h"), strings.Join(CSVHeader, ",")) {
+			t.Errorf("common.h does not print the header %s", strings.Join(CSVHeader, ","))
+		}
+	}
+	dir := t.TempDir()
+	if err := WriteMPISources(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range want {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(b) != read(name) {
+			t.Errorf("written %s: %v, or not as embedded", name, err)
 		}
 	}
 }
