@@ -105,6 +105,10 @@ func (j *allJob) run(ctx context.Context, e bench.Experiment) ([]bench.Row, erro
 func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stderr io.Writer) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	meta, err := jobMeta(o)
+	if err != nil {
+		return err
+	}
 	j := &allJob{o: o, progress: newProgress(stderr)}
 	_, launched, err := bootstrap.FromEnv()
 	if err != nil {
@@ -181,7 +185,7 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 			return err
 		}
 	}
-	if err := writeRows(o, stdout, all); err != nil {
+	if err := writeRows(o, stdout, meta, all); err != nil {
 		return err
 	}
 	if o.plot != "" {

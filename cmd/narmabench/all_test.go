@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,20 +26,11 @@ func TestAll(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("all: status %d, stderr:\n%s", status, errs)
 	}
-	b, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []bench.Row
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
-	}
-	csvb, err := os.ReadFile(csvFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lines := bytes.Count(csvb, []byte("\n")); lines != len(rows)+1 {
-		t.Errorf("CSV of %d lines for %d rows", lines, len(rows))
+	res := readJSON(t, jsonFile)
+	rows := res.Rows
+	checkMeta(t, res.Meta, "local", "default", 4)
+	if recs := readCSV(t, csvFile); len(recs) != len(rows) {
+		t.Errorf("CSV of %d rows, JSON of %d", len(recs), len(rows))
 	}
 	if !strings.Contains(out, "summary: best classic variant / put-notify") {
 		t.Errorf("no summary:\n%s", out)
@@ -54,6 +44,7 @@ func TestAll(t *testing.T) {
 		for _, r := range rows {
 			if r.Experiment == e.Name {
 				n++
+				checkSpread(t, r)
 				if r.Unsound && raceEnabled {
 					t.Errorf("%s: unsound variant %s ran with --sound", e.Name, r.Variant)
 				}
@@ -87,9 +78,9 @@ func TestAllJSONStdout(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d, stderr:\n%s", status, errs)
 	}
-	var rows []bench.Row
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
-		t.Errorf("--json -: %v, %d rows from\n%s", err, len(rows), out)
+	res, err := bench.ReadJSON(strings.NewReader(out))
+	if err != nil || len(res.Rows) == 0 {
+		t.Errorf("--json -: %v, %d rows from\n%s", err, len(res.Rows), out)
 	}
 }
 

@@ -16,7 +16,9 @@
 //	--sizes LIST  message sizes, e.g. 8,64,1K,1M (K, M, G: binary units)
 //	--variants L  variants to measure, e.g. put-notify,send-recv
 //	--iters N     round trips per round (default: by size)
-//	--rounds N    measured rounds; the table shows the median
+//	--rounds N    measured rounds; the table shows the median and the widest
+//	              spread, the CSV and JSON every row's median, 10th and 90th
+//	              percentiles, minimum and maximum
 //	--warmup N    warm-up operations per size (default: by size; negative: none)
 //	--strategy S  windows' synchronization: default, immediate or deferred
 //	--quick       a short run: fewer round trips and rounds
@@ -30,6 +32,21 @@
 //	              and removes the directory; without mpicc or mpirun, one line
 //	              on stderr says they are skipped
 //	--timeout D   give up after D (default 10m)
+//
+// The CSV and JSON also describe the run (see bench.Meta): the transport
+// (under narmarun the launcher's, shm, tcp or hybrid; over goroutines the
+// in-process one NARMA_TRANSPORT selects, local if unset), the launcher
+// (narmarun or none), the strategy, the job's ranks, the commit of the
+// build (+dirty if the tree had changes), the Go version, GOOS, GOARCH,
+// the number of CPUs, GOMAXPROCS and the date (RFC 3339). The JSON is one
+// object, {"meta": {...}, "rows": [...]} (earlier versions wrote the bare
+// array of rows; bench.ReadJSON reads both); the CSV repeats the metadata in
+// columns after the row's on every line (transport, launcher, strategy,
+// job_ranks, commit, go_version, goos, goarch, num_cpu, gomaxprocs, date),
+// so that it stays one table for any CSV reader and the rows of several
+// runs stay apart when their files are put together. Columns added since
+// the first version (p10_ns, p90_ns, then the metadata) come after the
+// earlier ones, which keep their places.
 //
 // `narmabench all` runs every experiment one after the other, quickly by
 // default (--quick=false for the experiments' defaults), prints each

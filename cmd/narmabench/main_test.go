@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/csv"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/narma-rma/narma/internal/bench"
 )
@@ -74,23 +78,22 @@ func TestRun(t *testing.T) {
 	if errs != "" {
 		t.Errorf("stderr is not a terminal, yet: %q", errs)
 	}
-	b, err := os.ReadFile(jsonFile)
-	if err != nil {
-		t.Fatal(err)
+	res := readJSON(t, jsonFile)
+	if len(res.Rows) != 4 {
+		t.Errorf("%d JSON rows, want 4", len(res.Rows))
 	}
-	var rows []bench.Row
-	if err := json.Unmarshal(b, &rows); err != nil {
-		t.Fatal(err)
+	checkMeta(t, res.Meta, "local", "deferred", 2)
+	recs := readCSV(t, csvFile)
+	if len(recs) != 4 {
+		t.Errorf("%d CSV rows, want 4", len(recs))
 	}
-	if len(rows) != 4 {
-		t.Errorf("%d JSON rows, want 4", len(rows))
+	for i, rec := range recs {
+		if i < len(res.Rows) && (rec["variant"] != res.Rows[i].Variant || rec["commit"] != res.Meta.Commit || rec["date"] != res.Meta.Date) {
+			t.Errorf("CSV row %v, JSON %+v, %+v", rec, res.Rows[i], res.Meta)
+		}
 	}
-	b, err = os.ReadFile(csvFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lines := strings.Count(string(b), "\n"); lines != 5 {
-		t.Errorf("CSV of %d lines, want a header and 4 rows:\n%s", lines, b)
+	if !strings.Contains(out, "every row's spread over the rounds (p10_ns, p90_ns, min_ns, max_ns): --csv or --json") {
+		t.Errorf("the table does not say where the spread is:\n%s", out)
 	}
 
 	// JSON to stdout replaces the table.
@@ -98,7 +101,129 @@ func TestRun(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d, stderr:\n%s", status, errs)
 	}
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 || rows[0].Variant != "counter" {
-		t.Errorf("--json -: %v, rows %+v from\n%s", err, rows, out)
+	res, err := bench.ReadJSON(strings.NewReader(out))
+	if err != nil || len(res.Rows) != 1 || res.Rows[0].Variant != "counter" {
+		t.Errorf("--json -: %v, rows %+v from\n%s", err, res.Rows, out)
+	}
+}
+
+// TestMetaTransport: the metadata names the in-process transport that
+// NARMA_TRANSPORT selects, and under the launcher its transport, its
+// ranks and the launcher.
+func TestMetaTransport(t *testing.T) {
+	t.Setenv("NARMA_TRANSPORT", "async")
+	status, out, errs := narmabench("pingpong", "--sizes", "8", "--variants", "send-recv", "--iters", "2", "--rounds", "1",
+		"--strategy", "immediate", "--csv", "-")
+	if status != 0 {
+		t.Fatalf("status %d, stderr:\n%s", status, errs)
+	}
+	recs := parseCSV(t, out)
+	if len(recs) != 1 || recs[0]["transport"] != "async" || recs[0]["launcher"] != "none" || recs[0]["strategy"] != "immediate" {
+		t.Errorf("CSV %v", recs)
+	}
+
+	// As a rank of narmarun's job sees its environment.
+	t.Setenv("NARMA_BOOTSTRAP", "unix:"+filepath.Join(t.TempDir(), "sock"))
+	t.Setenv("NARMA_RANK", "0")
+	t.Setenv("NARMA_SIZE", "3")
+	t.Setenv("NARMA_JOB", "job")
+	t.Setenv("NARMA_TRANSPORT", "tcp")
+	m, err := jobMeta(options{ranks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Transport != "tcp" || m.Launcher != "narmarun" || m.JobRanks != 3 || m.Strategy != "default" {
+		t.Errorf("under narmarun: %+v", m)
+	}
+}
+
+// readJSON reads the JSON file that --json wrote.
+func readJSON(t *testing.T, file string) bench.Results {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := bench.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// readCSV reads the CSV file that --csv wrote: see parseCSV.
+func readCSV(t *testing.T, file string) []map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseCSV(t, string(b))
+}
+
+// parseCSV parses the CSV of --csv and returns its rows, each a map from
+// column name to value, after checking its header and that every row's
+// times are in order.
+func parseCSV(t *testing.T, s string) []map[string]string {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(s)).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV: %v\n%s", err, s)
+	}
+	if len(recs) == 0 || !slices.Equal(recs[0], bench.CSVHeader) {
+		t.Fatalf("CSV header %v, want %v", recs, bench.CSVHeader)
+	}
+	var rows []map[string]string
+	for _, rec := range recs[1:] {
+		m := map[string]string{}
+		for i, name := range recs[0] {
+			m[name] = rec[i]
+		}
+		num := func(name string) float64 {
+			v, err := strconv.ParseFloat(m[name], 64)
+			if err != nil {
+				t.Errorf("CSV %s: %v", name, err)
+			}
+			return v
+		}
+		checkSpread(t, bench.Row{Experiment: m["experiment"], Variant: m["variant"], MedianNs: num("median_ns"),
+			MinNs: num("min_ns"), MaxNs: num("max_ns"), P10Ns: num("p10_ns"), P90Ns: num("p90_ns")})
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// noSpread are the experiments whose rows carry no percentiles (P10Ns and
+// P90Ns 0): they make their rows without Row's statistics of the rounds.
+var noSpread = map[string]bool{"overlap": true, "loggp": true}
+
+// checkSpread checks that r's times are in order, min <= p10 <= median
+// <= p90 <= max, and that it has the percentiles unless its experiment
+// makes none.
+func checkSpread(t *testing.T, r bench.Row) {
+	t.Helper()
+	if r.P10Ns == 0 && r.P90Ns == 0 {
+		if !noSpread[r.Experiment] {
+			t.Errorf("%s %s %d B: no p10 and p90", r.Experiment, r.Variant, r.Bytes)
+		}
+		return
+	}
+	if !(r.MinNs <= r.P10Ns && r.P10Ns <= r.MedianNs && r.MedianNs <= r.P90Ns && r.P90Ns <= r.MaxNs) {
+		t.Errorf("%s %s %d B: min %g, p10 %g, median %g, p90 %g, max %g: out of order",
+			r.Experiment, r.Variant, r.Bytes, r.MinNs, r.P10Ns, r.MedianNs, r.P90Ns, r.MaxNs)
+	}
+}
+
+// checkMeta checks the metadata of a run over goroutine ranks.
+func checkMeta(t *testing.T, m bench.Meta, transport, strategy string, ranks int) {
+	t.Helper()
+	if m.Transport != transport || m.Launcher != "none" || m.Strategy != strategy || m.JobRanks != ranks ||
+		m.Commit == "" || m.GoVersion != runtime.Version() || m.GOOS != runtime.GOOS || m.GOARCH != runtime.GOARCH ||
+		m.NumCPU < 1 || m.GOMAXPROCS < 1 {
+		t.Errorf("metadata %+v, want transport %s, strategy %s, %d ranks", m, transport, strategy, ranks)
+	}
+	if d, err := time.Parse(time.RFC3339, m.Date); err != nil || time.Since(d) > time.Hour || time.Until(d) > time.Minute {
+		t.Errorf("date %q: %v", m.Date, err)
 	}
 }

@@ -268,6 +268,10 @@ func plotFile(name string, e bench.Experiment) string {
 func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	meta, err := jobMeta(o)
+	if err != nil {
+		return err
+	}
 	progress := newProgress(stderr)
 	o.cfg.Progress = progress.show
 	rows, root, err := runJob(ctx, e, o)
@@ -292,7 +296,7 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 			return err
 		}
 	}
-	if err := writeRows(o, stdout, rows); err != nil {
+	if err := writeRows(o, stdout, meta, rows); err != nil {
 		return err
 	}
 	if o.plot != "" {
@@ -341,19 +345,20 @@ func runJob(ctx context.Context, e bench.Experiment, o options) (rows []bench.Ro
 	return rows, c.Rank() == 0, err
 }
 
-// writeFile writes with write to the file named name: nothing if name is
-// empty, stdout if it is "-".
-// writeRows writes rows to the --csv and --json files of o, if any.
-func writeRows(o options, stdout io.Writer, rows []bench.Row) error {
-	if err := writeFile(o.csv, stdout, func(w io.Writer) error { return bench.WriteCSV(w, rows) }); err != nil {
+// writeRows writes meta and rows to the --csv and --json files of o, if
+// any.
+func writeRows(o options, stdout io.Writer, meta bench.Meta, rows []bench.Row) error {
+	if err := writeFile(o.csv, stdout, func(w io.Writer) error { return bench.WriteCSV(w, meta, rows) }); err != nil {
 		return fmt.Errorf("--csv: %w", err)
 	}
-	if err := writeFile(o.json, stdout, func(w io.Writer) error { return bench.WriteJSON(w, rows) }); err != nil {
+	if err := writeFile(o.json, stdout, func(w io.Writer) error { return bench.WriteJSON(w, meta, rows) }); err != nil {
 		return fmt.Errorf("--json: %w", err)
 	}
 	return nil
 }
 
+// writeFile writes with write to the file named name: nothing if name is
+// empty, stdout if it is "-".
 func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error {
 	switch name {
 	case "":

@@ -3,10 +3,21 @@
 // the measurements on rank 0 as rows. The command cmd/narmabench runs the
 // experiments over goroutine ranks or under the launcher and formats the
 // rows (see WriteTable, WriteCSV and WriteJSON).
+//
+// A row carries the median, 10th and 90th percentiles, minimum and
+// maximum of its times over the measured rounds. The CSV and JSON output
+// also describe the run (Meta): WriteJSON writes one object,
+// {"meta": {...}, "rows": [...]}, which ReadJSON reads along with the
+// bare array of rows of earlier versions; WriteCSV repeats the metadata
+// in columns after the row's on every record (CSVHeader), so that the
+// file stays one table for any CSV reader. The C sources of the MPI
+// reference programs are embedded (MPISources) and written out to be
+// built with mpicc when they are run.
 package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -121,8 +132,14 @@ type Row struct {
 	MedianNs   float64 `json:"median_ns"`
 	MinNs      float64 `json:"min_ns"`
 	MaxNs      float64 `json:"max_ns"`
-	MBps       float64 `json:"mb_per_s"` // bytes moved per rank per median time, as the experiment defines them, in 10^6 bytes per second
-	Unsound    bool    `json:"unsound"`  // the variant is not a correct RMA program
+	// P10Ns and P90Ns are the 10th and 90th percentiles of the rounds'
+	// times, interpolated linearly between the sorted times as the median
+	// is (see quantile): MinNs <= P10Ns <= MedianNs <= P90Ns <= MaxNs.
+	// Both are 0 in a row made without its rounds' times.
+	P10Ns   float64 `json:"p10_ns"`
+	P90Ns   float64 `json:"p90_ns"`
+	MBps    float64 `json:"mb_per_s"` // bytes moved per rank per median time, as the experiment defines them, in 10^6 bytes per second
+	Unsound bool    `json:"unsound"`  // the variant is not a correct RMA program
 	// OverlapPct is, for the overlap experiment, the share of the
 	// communication time hidden behind computation, in percent.
 	OverlapPct float64 `json:"overlap_pct,omitempty"`
@@ -185,17 +202,57 @@ func (e Experiment) selected(cfg Config) []Variant {
 	return vs
 }
 
-// summarize turns the per-round times of one variant and size into a row.
+// summarize returns the median, minimum and maximum of the per-round
+// times of one variant and size (see Row.setTimes for all of a row's
+// statistics).
 func summarize(times []float64) (median, lo, hi float64) {
+	st := statsOf(times)
+	return st.median, st.min, st.max
+}
+
+// roundStats are the statistics of the per-round times of one variant
+// and size that a Row carries.
+type roundStats struct {
+	median, min, max, p10, p90 float64
+}
+
+// statsOf returns the statistics of times; all are 0 if there are none.
+func statsOf(times []float64) roundStats {
 	t := slices.Clone(times)
 	slices.Sort(t)
 	n := len(t)
 	if n == 0 {
-		return 0, 0, 0
+		return roundStats{}
 	}
-	median = t[n/2]
+	st := roundStats{median: t[n/2], min: t[0], max: t[n-1]}
 	if n%2 == 0 {
-		median = (t[n/2-1] + t[n/2]) / 2
+		st.median = (t[n/2-1] + t[n/2]) / 2
 	}
-	return median, t[0], t[n-1]
+	// Clamped to the median against rounding, so that the order holds.
+	st.p10 = min(quantile(t, 0.1), st.median)
+	st.p90 = max(quantile(t, 0.9), st.median)
+	return st
+}
+
+// quantile returns the q-quantile (0 <= q <= 1) of the sorted times t,
+// interpolated linearly between the two nearest times (definition 7 of
+// Hyndman and Fan, the default of R and NumPy): 0 gives the minimum, 1
+// the maximum and 0.5 the median.
+func quantile(t []float64, q float64) float64 {
+	if len(t) == 0 {
+		return 0
+	}
+	pos := q * float64(len(t)-1)
+	i := int(math.Floor(pos))
+	if i >= len(t)-1 {
+		return t[len(t)-1]
+	}
+	return t[i] + (pos-float64(i))*(t[i+1]-t[i])
+}
+
+// setTimes sets the times of r from the times of its rounds: the median,
+// minimum, maximum and 10th and 90th percentiles.
+func (r *Row) setTimes(times []float64) {
+	st := statsOf(times)
+	r.MedianNs, r.MinNs, r.MaxNs, r.P10Ns, r.P90Ns = st.median, st.min, st.max, st.p10, st.p90
 }

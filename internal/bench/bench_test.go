@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"reflect"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPingPongVariants: every variant runs at 8 B and 4 KiB, checks each
@@ -100,16 +104,84 @@ func sampleRows() []Row {
 		for i, v := range []string{"send-recv", "put-flag", "put-notify", "unsync"} {
 			med := float64(100*(4-i)) + float64(size)/8
 			rows = append(rows, Row{Experiment: "pingpong", Variant: v, Bytes: size, Ranks: 2, Iters: 10, Rounds: 3,
-				MedianNs: med, MinNs: med - 1, MaxNs: med + 1.5, MBps: float64(size) / med * 1e3, Unsound: v == "unsync"})
+				MedianNs: med, MinNs: med - 1, MaxNs: med + 1.5, P10Ns: med - 0.5, P90Ns: med + 1,
+				MBps: float64(size) / med * 1e3, Unsound: v == "unsync"})
 		}
 	}
 	return rows
 }
 
+// sampleMeta is the metadata of a run as narmabench makes it.
+func sampleMeta() Meta {
+	m := NewMeta()
+	m.Transport, m.Launcher, m.Strategy, m.JobRanks = "local", "none", "deferred", 2
+	return m
+}
+
+// checkSpread checks that the times of r are in order: min <= p10 <=
+// median <= p90 <= max.
+func checkSpread(t *testing.T, r Row) {
+	t.Helper()
+	if !(r.MinNs <= r.P10Ns && r.P10Ns <= r.MedianNs && r.MedianNs <= r.P90Ns && r.P90Ns <= r.MaxNs) {
+		t.Errorf("%s %s %d B: min %g, p10 %g, median %g, p90 %g, max %g: out of order",
+			r.Experiment, r.Variant, r.Bytes, r.MinNs, r.P10Ns, r.MedianNs, r.P90Ns, r.MaxNs)
+	}
+}
+
+func TestStatsOf(t *testing.T) {
+	for _, c := range []struct {
+		times []float64
+		want  roundStats
+	}{
+		{nil, roundStats{}},
+		{[]float64{7}, roundStats{median: 7, min: 7, max: 7, p10: 7, p90: 7}},
+		{[]float64{20, 10}, roundStats{median: 15, min: 10, max: 20, p10: 11, p90: 19}},
+		{[]float64{5, 1, 4, 2, 3}, roundStats{median: 3, min: 1, max: 5, p10: 1.4, p90: 4.6}},
+		// 11 times: p10 and p90 fall on the second and the tenth.
+		{[]float64{100, 0, 10, 20, 30, 40, 50, 60, 70, 80, 90}, roundStats{median: 50, min: 0, max: 100, p10: 10, p90: 90}},
+	} {
+		got := statsOf(c.times)
+		const eps = 1e-9
+		if math.Abs(got.median-c.want.median) > eps || got.min != c.want.min || got.max != c.want.max ||
+			math.Abs(got.p10-c.want.p10) > eps || math.Abs(got.p90-c.want.p90) > eps {
+			t.Errorf("statsOf(%v) = %+v, want %+v", c.times, got, c.want)
+		}
+		var r Row
+		r.setTimes(c.times)
+		checkSpread(t, r)
+		if med, lo, hi := summarize(c.times); med != got.median || lo != got.min || hi != got.max {
+			t.Errorf("summarize(%v) = %g, %g, %g; statsOf says %+v", c.times, med, lo, hi, got)
+		}
+	}
+}
+
+// TestAppendRowsSpread: the rows of appendRows carry the spread of their
+// times, in order.
+func TestAppendRowsSpread(t *testing.T) {
+	vs := []Variant{{Name: "a"}, {Name: "b", Unsound: true}}
+	times := [][]float64{{3, 1, 2, 9, 4}, {8, 8, 8}}
+	rows := appendRows(nil, "toy", vs, times, 64, 2, 10, 5, 64)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if r := rows[0]; r.MedianNs != 3 || r.MinNs != 1 || r.MaxNs != 9 || !(r.P10Ns > 1 && r.P10Ns < 2) || !(r.P90Ns > 4 && r.P90Ns < 9) {
+		t.Errorf("row %+v", r)
+	}
+	if r := rows[1]; r.P10Ns != 8 || r.P90Ns != 8 || !r.Unsound {
+		t.Errorf("row %+v", r)
+	}
+	for _, r := range rows {
+		checkSpread(t, r)
+	}
+}
+
+// TestWriteCSV: the CSV that WriteCSV writes parses, has a record per
+// row with the row's values under their names, the spread in order, and
+// the metadata on every record.
 func TestWriteCSV(t *testing.T) {
-	rows := sampleRows()
+	rows, meta := sampleRows(), sampleMeta()
 	var b bytes.Buffer
-	if err := WriteCSV(&b, rows); err != nil {
+	if err := WriteCSV(&b, meta, rows); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&b).ReadAll()
@@ -122,36 +194,128 @@ func TestWriteCSV(t *testing.T) {
 	if !reflect.DeepEqual(recs[0], CSVHeader) {
 		t.Errorf("header %v, want %v", recs[0], CSVHeader)
 	}
+	// The columns of the first version keep their places.
+	if old := []string{"experiment", "variant", "bytes", "ranks", "iters", "rounds", "median_ns", "min_ns", "max_ns",
+		"mb_per_s", "unsound", "overlap_pct"}; !reflect.DeepEqual(recs[0][:len(old)], old) {
+		t.Errorf("header %v does not begin with %v", recs[0], old)
+	}
 	col := map[string]int{}
 	for i, name := range recs[0] {
 		col[name] = i
 	}
+	num := func(rec []string, name string) float64 {
+		t.Helper()
+		v, err := strconv.ParseFloat(rec[col[name]], 64)
+		if err != nil {
+			t.Errorf("column %s: %v", name, err)
+		}
+		return v
+	}
+	wantMeta := map[string]string{"transport": "local", "launcher": "none", "strategy": "deferred", "job_ranks": "2",
+		"commit": meta.Commit, "go_version": runtime.Version(), "goos": runtime.GOOS, "goarch": runtime.GOARCH,
+		"num_cpu": strconv.Itoa(runtime.NumCPU()), "gomaxprocs": strconv.Itoa(runtime.GOMAXPROCS(0)), "date": meta.Date}
+	if len(wantMeta) != len(CSVMetaColumns) {
+		t.Errorf("metadata columns %v, the test knows %d", CSVMetaColumns, len(wantMeta))
+	}
 	for i, r := range rows {
 		rec := recs[i+1]
-		med, err := strconv.ParseFloat(rec[col["median_ns"]], 64)
-		if rec[col["variant"]] != r.Variant || rec[col["bytes"]] != strconv.Itoa(r.Bytes) || err != nil || med != r.MedianNs ||
-			rec[col["unsound"]] != strconv.FormatBool(r.Unsound) {
+		got := Row{Experiment: rec[col["experiment"]], Variant: rec[col["variant"]], Bytes: int(num(rec, "bytes")),
+			Ranks: int(num(rec, "ranks")), Iters: int(num(rec, "iters")), Rounds: int(num(rec, "rounds")),
+			MedianNs: num(rec, "median_ns"), MinNs: num(rec, "min_ns"), MaxNs: num(rec, "max_ns"),
+			P10Ns: num(rec, "p10_ns"), P90Ns: num(rec, "p90_ns"), Unsound: rec[col["unsound"]] == "true"}
+		if want := r; got.Experiment != want.Experiment || got.Variant != want.Variant || got.Bytes != want.Bytes ||
+			got.MedianNs != want.MedianNs || got.MinNs != want.MinNs || got.MaxNs != want.MaxNs ||
+			got.P10Ns != want.P10Ns || got.P90Ns != want.P90Ns || got.Unsound != want.Unsound {
 			t.Errorf("record %v for row %+v", rec, r)
 		}
+		checkSpread(t, got)
+		for name, want := range wantMeta {
+			if rec[col[name]] != want {
+				t.Errorf("record %d: %s = %q, want %q", i, name, rec[col[name]], want)
+			}
+		}
+	}
+	if _, err := time.Parse(time.RFC3339, meta.Date); err != nil {
+		t.Errorf("date: %v", err)
 	}
 }
 
+// TestWriteJSON: ReadJSON reads back what WriteJSON writes, an object of
+// metadata and rows, and the bare array of rows of earlier versions.
 func TestWriteJSON(t *testing.T) {
-	rows := sampleRows()
+	rows, meta := sampleRows(), sampleMeta()
 	var b bytes.Buffer
-	if err := WriteJSON(&b, rows); err != nil {
+	if err := WriteJSON(&b, meta, rows); err != nil {
 		t.Fatal(err)
 	}
-	var got []Row
-	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+	var shape struct {
+		Meta map[string]any   `json:"meta"`
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &shape); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, rows) {
-		t.Errorf("JSON round trip: %+v, want %+v", got, rows)
+	for _, k := range []string{"transport", "launcher", "strategy", "job_ranks", "commit", "go_version", "goos", "goarch", "num_cpu", "gomaxprocs", "date"} {
+		if _, ok := shape.Meta[k]; !ok {
+			t.Errorf("meta lacks %q: %v", k, shape.Meta)
+		}
 	}
+	for _, k := range []string{"median_ns", "min_ns", "max_ns", "p10_ns", "p90_ns"} {
+		if _, ok := shape.Rows[0][k]; !ok {
+			t.Errorf("row lacks %q: %v", k, shape.Rows[0])
+		}
+	}
+	got, err := ReadJSON(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, Results{Meta: meta, Rows: rows}) {
+		t.Errorf("JSON round trip: %+v, want %+v", got, Results{Meta: meta, Rows: rows})
+	}
+	for _, r := range got.Rows {
+		checkSpread(t, r)
+	}
+
 	b.Reset()
-	if err := WriteJSON(&b, nil); err != nil || strings.TrimSpace(b.String()) != "[]" {
-		t.Errorf("no rows: %q, %v, want []", b.String(), err)
+	if err := WriteJSON(&b, meta, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadJSON(&b); err != nil || got.Rows == nil || len(got.Rows) != 0 || got.Meta != meta {
+		t.Errorf("no rows: %+v, %v, want the metadata and an empty list", got, err)
+	}
+
+	old, err := json.Marshal(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadJSON(bytes.NewReader(old)); err != nil || !reflect.DeepEqual(got, Results{Rows: rows}) {
+		t.Errorf("ReadJSON of a bare array: %+v, %v", got, err)
+	}
+	if _, err := ReadJSON(strings.NewReader(`{"rows": 3}`)); err == nil {
+		t.Error("ReadJSON of a bad object: no error")
+	}
+}
+
+// TestCommitOf: the commit of a build is its VCS revision, marked dirty
+// if the tree had changes, else the module's version.
+func TestCommitOf(t *testing.T) {
+	vcs := func(rev, modified string) *debug.BuildInfo {
+		return &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
+			Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}}
+	}
+	for _, c := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{nil, "unknown"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "unknown"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20260101000000-0123456789ab"}}, "v0.0.0-20260101000000-0123456789ab"},
+		{vcs("abc123", "false"), "abc123"},
+		{vcs("abc123", "true"), "abc123+dirty"},
+	} {
+		if got := commitOf(c.bi); got != c.want {
+			t.Errorf("commitOf(%+v) = %q, want %q", c.bi, got, c.want)
+		}
 	}
 }
 
@@ -161,7 +325,9 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"8 B", "4 KiB", "send-recv", "put-notify", "unsync*", "* unsync:", "median of 3 rounds"} {
+	for _, want := range []string{"8 B", "4 KiB", "send-recv", "put-notify", "unsync*", "* unsync:", "median of 3 rounds",
+		// The widest spread, (p90 - p10) / median: unsync at 8 B, 1.5 / 101.
+		"(p90 - p10) / median: up to 1.5% (unsync at 8 B)", "every row's spread over the rounds (p10_ns, p90_ns, min_ns, max_ns): --csv or --json"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -32,14 +32,14 @@ var MPIPrograms = map[string]string{"pingpong": "pingpong", "stencil": "stencil"
 var ErrNoMPI = errors.New("MPI not found (mpicc/mpirun)")
 
 // ParseMPICSV parses the output of an MPI reference program: CSV lines in
-// the column order of CSVHeader. The header line, empty lines and lines
+// the column order of CSVRowColumns. The header line, empty lines and lines
 // beginning with '#' are skipped; any other line that is not a row, e.g.
 // with a wrong number of fields or a bad number, is an error.
 func ParseMPICSV(r io.Reader) ([]Row, error) {
 	var rows []Row
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	header := strings.Join(CSVHeader, ",")
+	header := strings.Join(CSVRowColumns, ",")
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || text == header || strings.HasPrefix(text, "#") {
@@ -59,8 +59,9 @@ func ParseMPICSV(r io.Reader) ([]Row, error) {
 }
 
 func parseMPIRecord(rec []string) (Row, error) {
-	if len(rec) != len(CSVHeader) {
-		return Row{}, fmt.Errorf("%d fields, want %d (%s)", len(rec), len(CSVHeader), strings.Join(CSVHeader, ","))
+	cols := CSVRowColumns
+	if len(rec) != len(cols) {
+		return Row{}, fmt.Errorf("%d fields, want %d (%s)", len(rec), len(cols), strings.Join(cols, ","))
 	}
 	r := Row{Experiment: rec[0], Variant: rec[1]}
 	if r.Experiment == "" || r.Variant == "" {
@@ -70,17 +71,20 @@ func parseMPIRecord(rec []string) (Row, error) {
 	for i, p := range ints {
 		v, err := strconv.Atoi(rec[2+i])
 		if err != nil || v < 0 {
-			return Row{}, fmt.Errorf("%s: bad count %q", CSVHeader[2+i], rec[2+i])
+			return Row{}, fmt.Errorf("%s: bad count %q", cols[2+i], rec[2+i])
 		}
 		*p = v
 	}
-	floats := []*float64{&r.MedianNs, &r.MinNs, &r.MaxNs, &r.MBps}
-	for i, p := range floats {
-		v, err := strconv.ParseFloat(rec[6+i], 64)
+	floats := []struct {
+		col int
+		p   *float64
+	}{{6, &r.MedianNs}, {7, &r.MinNs}, {8, &r.MaxNs}, {9, &r.MBps}, {12, &r.P10Ns}, {13, &r.P90Ns}}
+	for _, f := range floats {
+		v, err := strconv.ParseFloat(rec[f.col], 64)
 		if err != nil || v < 0 {
-			return Row{}, fmt.Errorf("%s: bad number %q", CSVHeader[6+i], rec[6+i])
+			return Row{}, fmt.Errorf("%s: bad number %q", cols[f.col], rec[f.col])
 		}
-		*p = v
+		*f.p = v
 	}
 	u, err := strconv.ParseBool(rec[10])
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 )
 
 func TestParseMPICSV(t *testing.T) {
-	good := strings.Join(CSVHeader, ",") + "\n\n# comment\n" +
-		"pingpong,mpi-send-recv,8,2,100,3,369.4,360.9,371.6,21.7,false,0.0\n" +
-		"stencil,mpi-fence,256,4,50,3,275951.9,249291.9,377017.0,0.9,false,0.0\n"
+	good := strings.Join(CSVRowColumns, ",") + "\n\n# comment\n" +
+		"pingpong,mpi-send-recv,8,2,100,3,369.4,360.9,371.6,21.7,false,0.0,362.6,371.2\n" +
+		"stencil,mpi-fence,256,4,50,3,275951.9,249291.9,377017.0,0.9,false,0.0,255624.9,357803.9\n"
 	rows, err := ParseMPICSV(strings.NewReader(good))
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestParseMPICSV(t *testing.T) {
 		t.Fatalf("got %d rows, want 2", len(rows))
 	}
 	want := Row{Experiment: "pingpong", Variant: "mpi-send-recv", Bytes: 8, Ranks: 2, Iters: 100, Rounds: 3,
-		MedianNs: 369.4, MinNs: 360.9, MaxNs: 371.6, MBps: 21.7}
+		MedianNs: 369.4, MinNs: 360.9, MaxNs: 371.6, P10Ns: 362.6, P90Ns: 371.2, MBps: 21.7}
 	if rows[0] != want {
 		t.Errorf("row 0 = %+v, want %+v", rows[0], want)
 	}
@@ -34,10 +34,12 @@ func TestParseMPICSV(t *testing.T) {
 	}
 	for _, bad := range []string{
 		"pingpong,mpi-send-recv,8,2,100,3,369.4\n",
-		"pingpong,mpi-send-recv,eight,2,100,3,369.4,360.9,371.6,21.7,false,0.0\n",
-		"pingpong,mpi-send-recv,8,2,100,3,x,360.9,371.6,21.7,false,0.0\n",
-		"pingpong,mpi-send-recv,8,2,100,3,369.4,360.9,371.6,21.7,maybe,0.0\n",
-		",,8,2,100,3,369.4,360.9,371.6,21.7,false,0.0\n",
+		"pingpong,mpi-send-recv,8,2,100,3,369.4,360.9,371.6,21.7,false,0.0\n", // without the spread
+		"pingpong,mpi-send-recv,eight,2,100,3,369.4,360.9,371.6,21.7,false,0.0,362.6,371.2\n",
+		"pingpong,mpi-send-recv,8,2,100,3,x,360.9,371.6,21.7,false,0.0,362.6,371.2\n",
+		"pingpong,mpi-send-recv,8,2,100,3,369.4,360.9,371.6,21.7,maybe,0.0,362.6,371.2\n",
+		"pingpong,mpi-send-recv,8,2,100,3,369.4,360.9,371.6,21.7,false,0.0,362.6,p90\n",
+		",,8,2,100,3,369.4,360.9,371.6,21.7,false,0.0,362.6,371.2\n",
 		"mpirun noise on stdout\n",
 	} {
 		if _, err := ParseMPICSV(strings.NewReader(bad)); err == nil {
@@ -82,7 +84,7 @@ func TestMPIPingPong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := m.RunProgram(ctx, exe, 2, MPIArgs(Config{Iters: 10, Rounds: 2, Warmup: 2}, []int{8}))
+	rows, err := m.RunProgram(ctx, exe, 2, MPIArgs(Config{Iters: 10, Rounds: 3, Warmup: 2}, []int{8}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +95,7 @@ func TestMPIPingPong(t *testing.T) {
 		if r.Experiment != "pingpong" || !strings.HasPrefix(r.Variant, MPIPrefix) || r.Bytes != 8 || r.Ranks != 2 || r.MedianNs <= 0 {
 			t.Errorf("bad row %+v", r)
 		}
+		checkSpread(t, r)
 	}
 }
 
@@ -143,8 +146,8 @@ func TestMPISources(t *testing.T) {
 			}
 		}
 		// The program prints the columns ParseMPICSV takes.
-		if !strings.Contains(read("common.h"), strings.Join(CSVHeader, ",")) {
-			t.Errorf("common.h does not print the header %s", strings.Join(CSVHeader, ","))
+		if !strings.Contains(read("common.h"), strings.Join(CSVRowColumns, ",")) {
+			t.Errorf("common.h does not print the header %s", strings.Join(CSVRowColumns, ","))
 		}
 	}
 	dir := t.TempDir()

@@ -1,15 +1,19 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // FormatSize returns a size in bytes as tables show it: "8 B", "4 KiB",
@@ -66,9 +70,11 @@ func ParseSizes(s string) ([]int, error) {
 
 // WriteTable writes the rows of experiment e as an aligned text table:
 // one line per variant, one column per size, each cell the median time
-// (what e.Measure says) in nanoseconds; then, per size, the ratio of the best
-// classic variant to put-notify (above 1: notified access is faster),
-// and a footnote for unsound variants.
+// (what e.Measure says) in nanoseconds; then a line with the widest
+// spread of the rounds' times, (p90 - p10) / median, which the CSV and
+// JSON give per row; then, per size, the ratio of the best classic
+// variant to put-notify (above 1: notified access is faster), and a
+// footnote for unsound variants.
 func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	if e.Params {
 		return writeParams(w, e, rows)
@@ -137,6 +143,7 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeSpread(w, e, sizes, cell)
 	if notify, ok := cell["put-notify"]; ok && e.Value == nil {
 		header := false
 		for _, s := range sizes {
@@ -169,21 +176,157 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	return nil
 }
 
-// CSVHeader is the header line of WriteCSV, one name per column.
-var CSVHeader = []string{"experiment", "variant", "bytes", "ranks", "iters", "rounds", "median_ns", "min_ns", "max_ns", "mb_per_s", "unsound", "overlap_pct"}
+// Meta describes the run that measured a set of rows: the job, the build
+// and the machine. WriteJSON writes it once beside the rows; WriteCSV
+// repeats it on every record (see CSVMetaColumns).
+type Meta struct {
+	// Transport is the transport between the ranks of narma's job: under
+	// narmarun, the launcher's ("shm", "tcp" or "hybrid"); over goroutine
+	// ranks, the in-process transport that NARMA_TRANSPORT selects
+	// ("local" when it is unset). The rows of the MPI reference programs
+	// ran over MPI's own.
+	Transport string `json:"transport"`
+	// Launcher is "narmarun" when the ranks are processes of the
+	// launcher's job, "none" when they are goroutines of one process.
+	Launcher string `json:"launcher"`
+	// Strategy is the synchronization strategy of the windows: "default"
+	// (the transport's choice), "immediate" or "deferred".
+	Strategy string `json:"strategy"`
+	// JobRanks is the number of ranks of the job: the launcher's, or -n
+	// over goroutines. Each row says how many its experiment ran on
+	// (Row.Ranks), which can differ: under `narmabench all` the
+	// experiments that need a fixed number of ranks run on that many.
+	JobRanks int `json:"job_ranks"`
+	// Commit is the commit of the build: its VCS revision, with "+dirty"
+	// if the tree had changes; without VCS information (a build with
+	// -buildvcs=false, or a test) the main module's version, e.g. a
+	// pseudo-version; "unknown" if there is none.
+	Commit string `json:"commit"`
+	// GoVersion is the Go release that built the program
+	// (runtime.Version).
+	GoVersion string `json:"go_version"`
+	// GOOS and GOARCH are the program's operating system and
+	// architecture.
+	GOOS   string `json:"goos"`
+	GOARCH string `json:"goarch"`
+	// NumCPU is the number of CPUs the process could use when the run
+	// started (runtime.NumCPU), and GOMAXPROCS the number of threads that
+	// ran Go code at once.
+	NumCPU     int `json:"num_cpu"`
+	GOMAXPROCS int `json:"gomaxprocs"`
+	// Date is when the run started, in RFC 3339.
+	Date string `json:"date"`
+}
 
-// WriteCSV writes rows as CSV with the header CSVHeader.
-func WriteCSV(w io.Writer, rows []Row) error {
+// NewMeta returns the Meta of a run that starts now, in this process,
+// with the fields of the build and the machine filled in: Commit,
+// GoVersion, GOOS, GOARCH, NumCPU, GOMAXPROCS and Date. The caller sets
+// those of the job.
+func NewMeta() Meta {
+	bi, _ := debug.ReadBuildInfo()
+	return Meta{
+		Commit:     commitOf(bi),
+		GoVersion:  runtime.Version(),
+		GOOS:       runtime.GOOS,
+		GOARCH:     runtime.GOARCH,
+		NumCPU:     runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Date:       time.Now().Format(time.RFC3339),
+	}
+}
+
+// commitOf returns Meta.Commit for the build information bi (nil if
+// there is none).
+func commitOf(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	switch {
+	case rev != "" && dirty:
+		return rev + "+dirty"
+	case rev != "":
+		return rev
+	case bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		return bi.Main.Version
+	}
+	return "unknown"
+}
+
+// writeSpread writes the lines of WriteTable under the table about the
+// spread of the rounds' times: for the time tables (those that show
+// medians), the widest (p90 - p10) / median of the cells; for every
+// table, where to find each row's spread.
+func writeSpread(w io.Writer, e Experiment, sizes []int, cell map[string]map[int]Row) {
+	const where = "every row's spread over the rounds (p10_ns, p90_ns, min_ns, max_ns): --csv or --json"
+	widest, at := -1.0, ""
+	if e.Value == nil {
+		for _, v := range e.Variants {
+			for _, size := range sizes {
+				r, ok := cell[v.Name][size]
+				if !ok || r.Rounds < 2 || r.MedianNs <= 0 || r.P10Ns == 0 && r.P90Ns == 0 {
+					continue
+				}
+				if s := (r.P90Ns - r.P10Ns) / r.MedianNs; s > widest {
+					widest, at = s, fmt.Sprintf("%s at %s", v.Name, FormatSize(r.Bytes))
+				}
+			}
+		}
+	}
+	if widest < 0 {
+		fmt.Fprintf(w, "\n%s\n", where)
+		return
+	}
+	prec := 0
+	if widest < 0.1 {
+		prec = 1
+	}
+	fmt.Fprintf(w, "\nspread of the rounds, (p90 - p10) / median: up to %s%% (%s)\n%s\n",
+		strconv.FormatFloat(100*widest, 'f', prec, 64), at, where)
+}
+
+// CSVRowColumns are the columns of a row in CSV, in the order of
+// WriteCSV and of the output of the MPI reference programs. The spread
+// (p10_ns, p90_ns) comes after the columns of earlier versions, so that
+// readers that count columns still find those where they were.
+var CSVRowColumns = []string{"experiment", "variant", "bytes", "ranks", "iters", "rounds", "median_ns", "min_ns", "max_ns",
+	"mb_per_s", "unsound", "overlap_pct", "p10_ns", "p90_ns"}
+
+// CSVMetaColumns are the columns of the run's metadata (Meta) in CSV,
+// after CSVRowColumns: every row repeats them.
+var CSVMetaColumns = []string{"transport", "launcher", "strategy", "job_ranks", "commit", "go_version", "goos", "goarch",
+	"num_cpu", "gomaxprocs", "date"}
+
+// CSVHeader is the header line of WriteCSV, one name per column:
+// CSVRowColumns, then CSVMetaColumns.
+var CSVHeader = append(slices.Clip(CSVRowColumns), CSVMetaColumns...)
+
+// WriteCSV writes rows as CSV with the header CSVHeader: one record per
+// row, each with the row's columns and then meta's. Repeating the
+// metadata on every record keeps the file one rectangular table that any
+// CSV reader takes, and keeps the rows of several runs apart when their
+// files are concatenated or loaded together.
+func WriteCSV(w io.Writer, meta Meta, rows []Row) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	m := []string{meta.Transport, meta.Launcher, meta.Strategy, strconv.Itoa(meta.JobRanks), meta.Commit, meta.GoVersion,
+		meta.GOOS, meta.GOARCH, strconv.Itoa(meta.NumCPU), strconv.Itoa(meta.GOMAXPROCS), meta.Date}
 	for _, r := range rows {
 		rec := []string{r.Experiment, r.Variant, strconv.Itoa(r.Bytes), strconv.Itoa(r.Ranks),
 			strconv.Itoa(r.Iters), strconv.Itoa(r.Rounds), f(r.MedianNs), f(r.MinNs), f(r.MaxNs),
-			f(r.MBps), strconv.FormatBool(r.Unsound), f(r.OverlapPct)}
-		if err := cw.Write(rec); err != nil {
+			f(r.MBps), strconv.FormatBool(r.Unsound), f(r.OverlapPct), f(r.P10Ns), f(r.P90Ns)}
+		if err := cw.Write(append(rec, m...)); err != nil {
 			return err
 		}
 	}
@@ -191,14 +334,38 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	return cw.Error()
 }
 
-// WriteJSON writes rows as an indented JSON array of Row objects.
-func WriteJSON(w io.Writer, rows []Row) error {
+// Results is what WriteJSON writes and ReadJSON reads: the metadata of a
+// run and its rows.
+type Results struct {
+	Meta Meta  `json:"meta"`
+	Rows []Row `json:"rows"`
+}
+
+// WriteJSON writes meta and rows as one indented JSON object, a Results:
+// {"meta": {...}, "rows": [{...}, ...]}.
+func WriteJSON(w io.Writer, meta Meta, rows []Row) error {
 	if rows == nil {
 		rows = []Row{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(rows)
+	return enc.Encode(Results{Meta: meta, Rows: rows})
+}
+
+// ReadJSON reads what WriteJSON writes. It also reads the files of
+// earlier versions, a bare array of rows, as Results with a zero Meta.
+func ReadJSON(r io.Reader) (Results, error) {
+	var raw json.RawMessage
+	if err := json.NewDecoder(r).Decode(&raw); err != nil {
+		return Results{}, err
+	}
+	var res Results
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		err := json.Unmarshal(t, &res.Rows)
+		return res, err
+	}
+	err := json.Unmarshal(raw, &res)
+	return res, err
 }
 
 // writeParams is WriteTable for a parameter experiment: one line per

@@ -20,7 +20,9 @@ var PlotFormats = []string{".svg", ".png"}
 // WritePlot writes a plot of the rows of experiment e to the file path:
 // x is the size in bytes (log2 axis), y the median time in nanoseconds
 // (log axis), one line per variant of e with a legend (unsound variants
-// labelled with a star), and the title is e's name and Measure. The
+// labelled with a star), with a bar from the 10th to the 90th percentile
+// of the rounds at each point that has them, and the title is e's name
+// and Measure. The
 // format follows path's extension, .svg or .png. Rows of other
 // experiments, and rows whose median is not positive, are left out; with
 // no row left, WritePlot fails and writes nothing.
@@ -53,16 +55,35 @@ func WritePlot(path string, e Experiment, rows []Row) error {
 
 	lines := 0
 	for i, v := range e.Variants {
-		var xys plotter.XYs
+		var xys, spread plotter.XYs
+		var bars plotter.YErrors
 		for _, r := range rows {
 			if r.Experiment == e.Name && r.Variant == v.Name && r.Bytes > 0 && (e.Value != nil || r.MedianNs > 0) {
-				xys = append(xys, plotter.XY{X: float64(r.Bytes), Y: value(r)})
+				xy := plotter.XY{X: float64(r.Bytes), Y: value(r)}
+				xys = append(xys, xy)
+				if e.Value == nil && r.P10Ns > 0 && r.P10Ns <= r.MedianNs && r.MedianNs <= r.P90Ns {
+					spread = append(spread, xy)
+					bars = append(bars, struct{ Low, High float64 }{r.MedianNs - r.P10Ns, r.P90Ns - r.MedianNs})
+				}
 			}
 		}
 		if len(xys) == 0 {
 			continue
 		}
 		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		if len(spread) > 0 {
+			eb, err := plotter.NewYErrorBars(struct {
+				plotter.XYs
+				plotter.YErrors
+			}{spread, bars})
+			if err != nil {
+				return fmt.Errorf("plot %s: %s: %w", path, v.Name, err)
+			}
+			eb.Color = plotutil.Color(i)
+			eb.CapWidth = vg.Points(3)
+			p.Add(eb)
+			p.Y.Label.Text = "median " + measure + " (ns), bars: 10th to 90th percentile"
+		}
 		l, s, err := plotter.NewLinePoints(xys)
 		if err != nil {
 			return fmt.Errorf("plot %s: %s: %w", path, v.Name, err)

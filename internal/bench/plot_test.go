@@ -78,3 +78,33 @@ func TestWritePlotErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePlotSpread: rows with their 10th and 90th percentiles get a
+// bar from one to the other at each point; rows without get none.
+func TestWritePlotSpread(t *testing.T) {
+	dir := t.TempDir()
+	e := summaryExperiment()
+	plain := plotRows()
+	spread := plotRows()
+	for i := range spread {
+		r := &spread[i]
+		r.P10Ns, r.P90Ns = r.MedianNs*0.8, r.MedianNs*1.3
+	}
+	strokes := func(name string, rows []Row) int {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := WritePlot(path, e, rows); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(b, []byte("<path"))
+	}
+	without, with := strokes("plain.svg", plain), strokes("spread.svg", spread)
+	// A bar and its two caps per point.
+	if want := without + 3*len(spread); with < want {
+		t.Errorf("%d strokes with the spread, %d without: want at least %d", with, without, want)
+	}
+}

@@ -96,10 +96,11 @@ func appendRows[V variantEntry](rows []Row, experiment string, variants []V, tim
 	size, ranks, iters, rounds int, bytes float64) []Row {
 	for i, e := range variants {
 		v := e.variant()
-		med, lo, hi := summarize(times[i])
-		rows = append(rows, Row{Experiment: experiment, Variant: v.Name, Bytes: size, Ranks: ranks,
-			Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-			MBps: bytes / med * 1e3, Unsound: v.Unsound})
+		r := Row{Experiment: experiment, Variant: v.Name, Bytes: size, Ranks: ranks,
+			Iters: iters, Rounds: rounds, Unsound: v.Unsound}
+		r.setTimes(times[i])
+		r.MBps = bytes / r.MedianNs * 1e3
+		rows = append(rows, r)
 	}
 	return rows
 }

@@ -1,7 +1,8 @@
 /*
  * common.h: what the MPI reference programs of narmabench share: the
  * command line, the statistics of the rounds and the CSV output, in the
- * column order of narmabench's CSV (internal/bench/output.go, CSVHeader).
+ * column order of a row in narmabench's CSV (internal/bench/output.go,
+ * CSVRowColumns).
  */
 #ifndef NARMA_MPI_COMMON_H
 #define NARMA_MPI_COMMON_H
@@ -62,22 +63,38 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* quantile returns the q-quantile of the n sorted times t, interpolated
+ * linearly between the two nearest (as internal/bench/bench.go does). */
+static double quantile(const double *t, int n, double q)
+{
+	double pos = q * (n - 1);
+	int i = (int)pos;
+	if (i >= n - 1)
+		return t[n - 1];
+	return t[i] + (pos - i) * (t[i + 1] - t[i]);
+}
+
 /* row prints one CSV line: the median, minimum and maximum of the rounds'
- * times t (ns, sorted in place) and the bandwidth of moved bytes per
- * median time. */
+ * times t (ns, sorted in place), the bandwidth of moved bytes per median
+ * time, and the 10th and 90th percentiles of the times. */
 static void row(const char *experiment, const char *variant, long bytes, int ranks,
 		int iters, int rounds, double *t, double moved)
 {
 	qsort(t, rounds, sizeof t[0], cmp_double);
 	double med = rounds % 2 ? t[rounds / 2] : (t[rounds / 2 - 1] + t[rounds / 2]) / 2;
-	printf("%s,%s,%ld,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,false,0.0\n", experiment, variant,
-	       bytes, ranks, iters, rounds, med, t[0], t[rounds - 1], moved / med * 1e3);
+	double p10 = quantile(t, rounds, 0.1), p90 = quantile(t, rounds, 0.9);
+	if (p10 > med)
+		p10 = med;
+	if (p90 < med)
+		p90 = med;
+	printf("%s,%s,%ld,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,false,0.0,%.1f,%.1f\n", experiment, variant,
+	       bytes, ranks, iters, rounds, med, t[0], t[rounds - 1], moved / med * 1e3, p10, p90);
 	fflush(stdout);
 }
 
 static void header(void)
 {
-	printf("experiment,variant,bytes,ranks,iters,rounds,median_ns,min_ns,max_ns,mb_per_s,unsound,overlap_pct\n");
+	printf("experiment,variant,bytes,ranks,iters,rounds,median_ns,min_ns,max_ns,mb_per_s,unsound,overlap_pct,p10_ns,p90_ns\n");
 }
 
 #endif
