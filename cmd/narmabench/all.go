@@ -52,17 +52,22 @@ func (j *allJob) ranks(e bench.Experiment) int {
 	return j.o.ranks
 }
 
-// skip returns why e does not fit the launcher's job, or "".
+// skip returns why e does not fit the launcher's job or the sizes of
+// the command line, or "". Every rank of the job comes to the same
+// answer.
 func (j *allJob) skip(e bench.Experiment) string {
-	if j.comm == nil {
-		return ""
+	ranks := j.ranks(e)
+	if j.comm != nil {
+		ranks = j.comm.Size()
+		switch {
+		case e.Ranks > 0 && ranks != e.Ranks:
+			return fmt.Sprintf("needs %d ranks, the job has %d", e.Ranks, ranks)
+		case e.Ranks == 0 && ranks < 2:
+			return fmt.Sprintf("needs at least 2 ranks, the job has %d", ranks)
+		}
 	}
-	n := j.comm.Size()
-	switch {
-	case e.Ranks > 0 && n != e.Ranks:
-		return fmt.Sprintf("needs %d ranks, the job has %d", e.Ranks, n)
-	case e.Ranks == 0 && n < 2:
-		return fmt.Sprintf("needs at least 2 ranks, the job has %d", n)
+	if err := e.CheckSizes(j.o.cfg, ranks); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -97,8 +102,9 @@ func (j *allJob) run(ctx context.Context, e bench.Experiment) ([]bench.Row, erro
 	return rows, err
 }
 
-// runAll runs every experiment of es that fits (a quick run unless the
-// flags say otherwise), writes each one's table as it ends, then the
+// runAll runs every experiment of es that fits the job and the sizes (a
+// quick run unless the flags say otherwise; the others are skipped with
+// a line on stderr), writes each one's table as it ends, then the
 // summary of the ratios of the best classic variant to put-notify, and
 // the files of --csv, --json and --plot with the rows of every
 // experiment.

@@ -84,6 +84,45 @@ func TestAllJSONStdout(t *testing.T) {
 	}
 }
 
+// TestAllSkipsSizes: `all --sizes 8` skips, with a line each, the
+// experiments that cannot take 8 B on 4 ranks (the stencil's rows need 2
+// columns per rank, LogGP two sizes), runs the others and succeeds.
+func TestAllSkipsSizes(t *testing.T) {
+	status, out, errs := narmabench(append([]string{"all", "--sizes", "8", "--json", "-"}, tiny...)...)
+	if status != exitOK {
+		t.Fatalf("status %d, stderr:\n%s", status, errs)
+	}
+	skipped := map[string]string{
+		"stencil": "narmabench all: skipping stencil: rows of 8 B: 1 columns over 4 ranks, need at least 2 per rank\n",
+		"loggp":   "narmabench all: skipping loggp: needs at least two distinct sizes to fit G and L, got [8]\n",
+	}
+	want := ""
+	for _, e := range bench.Experiments() {
+		want += skipped[e.Name]
+	}
+	if errs != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errs, want)
+	}
+	res, err := bench.ReadJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range bench.Experiments() {
+		n := 0
+		for _, r := range res.Rows {
+			if r.Experiment == e.Name {
+				n++
+				if r.Bytes != 8 {
+					t.Errorf("%s: a row of %d B", e.Name, r.Bytes)
+				}
+			}
+		}
+		if _, skip := skipped[e.Name]; skip != (n == 0) {
+			t.Errorf("%s: %d rows, skipped %v", e.Name, n, skip)
+		}
+	}
+}
+
 // TestPlot: --plot writes the experiment's plot in the extension's
 // format.
 func TestPlot(t *testing.T) {

@@ -63,7 +63,10 @@
 //	--plot P.EXT  one plot per experiment, P-EXPERIMENT.EXT (P/.EXT: P/EXPERIMENT.EXT)
 //
 // Under narmarun, `all` runs the experiments that fit the job's number of
-// ranks and skips the others with a line on stderr.
+// ranks and skips the others with a line on stderr. It skips the same way
+// the experiments that cannot take the sizes of --sizes (the stencil's
+// rows need two columns per rank, LogGP two distinct sizes) and runs the
+// rest.
 //
 // Every variant checks that each message arrived intact and fails the run
 // otherwise. The exit status is 0 on success, 1 if the run failed and 2

@@ -180,6 +180,57 @@ func (e Experiment) Check(cfg Config) error {
 	return nil
 }
 
+// CheckSizes reports whether e can run on ranks ranks at the sizes cfg
+// asks for (e's default sizes if none), beyond the bounds that Check
+// sets for every experiment: the stencil's rows need two columns per
+// rank and the stencil's rows and the halo's edges have a largest size,
+// and LogGP needs two distinct sizes to fit a line. Run refuses the same
+// sizes before it measures anything; `narmabench all` asks CheckSizes
+// first and skips the experiments that cannot take the user's sizes.
+func (e Experiment) CheckSizes(cfg Config, ranks int) error {
+	if check, ok := sizeChecks[e.Name]; ok {
+		return check(cfg, ranks)
+	}
+	return nil
+}
+
+// sizeChecks are the checks of CheckSizes, by experiment. They mirror
+// the checks that runStencil, runHalo and runLogGP make before they
+// measure; TestCheckSizesAgreesWithRun checks that they agree.
+var sizeChecks = map[string]func(cfg Config, ranks int) error{
+	"stencil": func(cfg Config, ranks int) error {
+		for _, size := range cfg.sizesOr(DefaultStencilSizes) {
+			if size > MaxStencilSize {
+				return fmt.Errorf("rows of %s: at most %s", FormatSize(size), FormatSize(MaxStencilSize))
+			}
+			if size/8 < 2*ranks {
+				return fmt.Errorf("rows of %s: %d columns over %d ranks, need at least 2 per rank", FormatSize(size), size/8, ranks)
+			}
+		}
+		return nil
+	},
+	"halo": func(cfg Config, ranks int) error {
+		px, py := hGrid(ranks)
+		for _, size := range cfg.sizesOr(DefaultHaloSizes) {
+			if size > MaxHaloSize {
+				return fmt.Errorf("edges of %s: at most %s", FormatSize(size), FormatSize(MaxHaloSize))
+			}
+			if s := size / 8; px*s > haloCoordLimit || py*s > haloCoordLimit {
+				return fmt.Errorf("edges of %s over a %d x %d grid: the global grid is too large for the cell values", FormatSize(size), px, py)
+			}
+		}
+		return nil
+	},
+	"loggp": func(cfg Config, ranks int) error {
+		sizes := slices.Clone(cfg.sizesOr(LogGPSizes))
+		slices.Sort(sizes)
+		if len(slices.Compact(sizes)) < 2 {
+			return fmt.Errorf("needs at least two distinct sizes to fit G and L, got %v", cfg.Sizes)
+		}
+		return nil
+	},
+}
+
 func (e Experiment) variantNames() []string {
 	names := make([]string, len(e.Variants))
 	for i, v := range e.Variants {

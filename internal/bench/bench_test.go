@@ -348,3 +348,43 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("sizes not in order in %q", header)
 	}
 }
+
+// TestCheckSizesAgreesWithRun: the sizes CheckSizes refuses, Run refuses
+// too before it measures; and the small sizes it accepts, Run takes.
+func TestCheckSizesAgreesWithRun(t *testing.T) {
+	for _, c := range []struct {
+		experiment string
+		ranks      int
+		sizes      []int
+		ok         bool
+	}{
+		{"stencil", 4, []int{8}, false},      // 1 column for 4 ranks
+		{"stencil", 4, []int{64, 56}, false}, // 7 columns for 4 ranks
+		{"stencil", 2, []int{MaxStencilSize + 8}, false},
+		{"stencil", 17, nil, false}, // the default 256 B: 32 columns, 2 short for 17 ranks
+		{"stencil", 2, []int{32}, true},
+		{"halo", 2, []int{MaxHaloSize + 8}, false},
+		{"halo", 2, []int{64}, true},
+		{"loggp", 2, []int{8}, false},
+		{"loggp", 2, []int{64, 64}, false},
+		{"loggp", 2, []int{8, 64}, true},
+		{"pingpong", 2, []int{8}, true},
+	} {
+		e, ok := Lookup(c.experiment)
+		if !ok {
+			t.Fatalf("no experiment %s", c.experiment)
+		}
+		cfg := Config{Sizes: c.sizes, Variants: []string{e.Variants[0].Name}, Iters: 1, Rounds: 1, Warmup: -1}
+		err := e.CheckSizes(cfg, c.ranks)
+		if (err == nil) != c.ok {
+			t.Errorf("%s on %d ranks at %v: CheckSizes says %v, want ok %v", c.experiment, c.ranks, c.sizes, err, c.ok)
+		}
+		_, rerr := runJobTimeout(e, c.ranks, cfg)
+		switch {
+		case err != nil && (rerr == nil || !strings.Contains(rerr.Error(), err.Error())):
+			t.Errorf("%s on %d ranks at %v: CheckSizes says %q, Run %v", c.experiment, c.ranks, c.sizes, err, rerr)
+		case err == nil && rerr != nil:
+			t.Errorf("%s on %d ranks at %v: CheckSizes accepts, Run fails: %v", c.experiment, c.ranks, c.sizes, rerr)
+		}
+	}
+}
