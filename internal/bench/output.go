@@ -337,7 +337,9 @@ func WriteCSV(w io.Writer, meta Meta, rows []Row) error {
 // Results is what WriteJSON writes and ReadJSON reads: the metadata of a
 // run and its rows.
 type Results struct {
-	Meta Meta  `json:"meta"`
+	// Meta describes the run; it is zero in a file of an earlier version.
+	Meta Meta `json:"meta"`
+	// Rows are the measurements, in the order of the run.
 	Rows []Row `json:"rows"`
 }
 
