@@ -271,16 +271,18 @@ func runLogGP(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	}
 
 	row := func(name string, bytes, it int, times []float64) Row {
-		med, lo, hi := summarize(times)
-		return Row{Experiment: e.Name, Variant: name, Bytes: bytes, Ranks: c.Size(), Iters: it,
-			Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi}
+		r := Row{Experiment: e.Name, Variant: name, Bytes: bytes, Ranks: c.Size(), Iters: it, Rounds: rounds}
+		r.setTimes(times)
+		return r
 	}
 	for i, s := range sizes {
 		rows = append(rows, row("o_s", s, iters(s), osT[i]))
 	}
 	rows = append(rows, row("o_r", 8, k, orT), row("g", 8, k, gT))
+	// A latency fitted below zero (noise at small sizes) reads as 0.
 	lr := row("L", 0, 0, lT)
-	lr.MedianNs = max(lr.MedianNs, 0)
+	lr.MedianNs, lr.MinNs, lr.MaxNs = max(lr.MedianNs, 0), max(lr.MinNs, 0), max(lr.MaxNs, 0)
+	lr.P10Ns, lr.P90Ns = max(lr.P10Ns, 0), max(lr.P90Ns, 0)
 	rows = append(rows, lr, row("G", 0, 0, bigG))
 	sel := e.selected(cfg)
 	return slices.DeleteFunc(rows, func(r Row) bool {

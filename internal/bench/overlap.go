@@ -193,10 +193,12 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		for i, v := range variants {
 			tComm, _, _ := summarize(comm[i])
 			tComp, _, _ := summarize(comp[i])
-			med, lo, hi := summarize(total[i])
-			rows = append(rows, Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: c.Size(),
-				Iters: iters, Rounds: rounds, MedianNs: med, MinNs: lo, MaxNs: hi,
-				MBps: float64(size) / med * 1e3, OverlapPct: OverlapShare(tComm, tComp, med), Unsound: v.Unsound})
+			r := Row{Experiment: e.Name, Variant: v.Name, Bytes: size, Ranks: c.Size(),
+				Iters: iters, Rounds: rounds, Unsound: v.Unsound}
+			r.setTimes(total[i])
+			r.MBps = float64(size) / r.MedianNs * 1e3
+			r.OverlapPct = OverlapShare(tComm, tComp, r.MedianNs)
+			rows = append(rows, r)
 		}
 	}
 
