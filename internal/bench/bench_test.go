@@ -347,6 +347,35 @@ func TestWriteTable(t *testing.T) {
 	if strings.Index(header, "4 KiB") <= strings.Index(header, "8 B") {
 		t.Errorf("sizes not in order in %q", header)
 	}
+	if strings.Contains(out, "MPI") {
+		t.Errorf("table without MPI rows compares with MPI:\n%s", out)
+	}
+}
+
+// TestWriteTableMPI: with rows of the MPI reference programs, the table
+// also gives the ratio of the fastest of them to put-notify, per size.
+func TestWriteTableMPI(t *testing.T) {
+	rows := sampleRows()
+	mpi := func(v string, size int, ns float64) Row {
+		return Row{Experiment: "pingpong", Variant: MPIPrefix + v, Bytes: size, Ranks: 2, Iters: 10, Rounds: 3,
+			MedianNs: ns, MinNs: ns, MaxNs: ns, P10Ns: ns, P90Ns: ns}
+	}
+	// put-notify is 200 ns at 8 B in sampleRows: the fastest MPI program
+	// there is put-flag at 150 ns, ratio 0.75.
+	rows = append(rows, mpi("send-recv", 8, 180), mpi("put-flag", 8, 150))
+	var b bytes.Buffer
+	if err := WriteTable(&b, PingPong(), rows); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"best MPI variant / narma's put-notify", "8 B  mpi-put-flag     0.75"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "4 KiB  mpi-") {
+		t.Errorf("a ratio to MPI at a size without MPI rows:\n%s", out)
+	}
 }
 
 // TestCheckSizesAgreesWithRun: the sizes CheckSizes refuses, Run refuses

@@ -166,6 +166,7 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 			}
 			fmt.Fprintf(w, "%9s  %-10s %6.2f\n", FormatSize(s), bestName, best/n.MedianNs)
 		}
+		writeMPIRatios(w, sizes, cell)
 	}
 	if len(unsound) > 0 {
 		fmt.Fprintln(w)
@@ -174,6 +175,40 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 		fmt.Fprintf(w, "* %s: %s.\n", v.Name, v.Summary)
 	}
 	return nil
+}
+
+// writeMPIRatios writes, per size, the ratio of the fastest MPI reference
+// program (rows named MPIPrefix+variant) to narma's put-notify, if the
+// rows have both.
+func writeMPIRatios(w io.Writer, sizes []int, cell map[string]map[int]Row) {
+	var names []string
+	for name := range cell {
+		if strings.HasPrefix(name, MPIPrefix) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	header := false
+	for _, s := range sizes {
+		n, ok := cell[NotifyVariant][s]
+		if !ok || n.MedianNs <= 0 {
+			continue
+		}
+		best, bestName := math.Inf(1), ""
+		for _, name := range names {
+			if r, ok := cell[name][s]; ok && r.MedianNs < best {
+				best, bestName = r.MedianNs, name
+			}
+		}
+		if bestName == "" {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nbest MPI variant / narma's put-notify (above 1: narma is faster):")
+			header = true
+		}
+		fmt.Fprintf(w, "%9s  %-14s %6.2f\n", FormatSize(s), bestName, best/n.MedianNs)
+	}
 }
 
 // Meta describes the run that measured a set of rows: the job, the build
