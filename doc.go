@@ -91,6 +91,12 @@
 // the Err* sentinels (use errors.Is), and writes nothing. Blocking calls take
 // a context.Context and return its error when it is done. If a rank fails,
 // Run aborts the others' blocking calls and returns the first failure.
+// When ranks are processes and one dies (its transport reports it failed),
+// the survivors' blocking calls that wait on it end with an error wrapping
+// ErrPeer: those that name it, and those that any rank could end (a Recv,
+// Probe or notification request for AnySource, WaitCounter, a counter
+// threshold, WaitSignal), since the dead rank may be the one they wait for.
+// What arrived before the failure is delivered first.
 //
 // # Caveats
 //

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -176,6 +177,32 @@ func (c *Comm) peerFailed(r int) bool {
 
 // anyFailed reports whether the transport declared any peer failed.
 func (c *Comm) anyFailed() bool { return c.nfailed.Load() > 0 }
+
+// srcFailed reports whether a wait for something from src, a rank or
+// AnySource, must give up: src failed, or, for AnySource, any peer did.
+// A wildcard wait fails on any failure, as in MPI's fault-tolerance
+// proposal (ULFM): the failed rank may be the one it waits for, and
+// waiting on could hang for ever.
+func (c *Comm) srcFailed(src int) bool {
+	if src == AnySource {
+		return c.anyFailed()
+	}
+	return c.peerFailed(src)
+}
+
+// failedName names the failed rank that made a wait for src give up: src
+// itself, or for AnySource the lowest failed rank.
+func (c *Comm) failedName(src int) string {
+	if src != AnySource {
+		return fmt.Sprintf("rank %d", src)
+	}
+	for r := range c.failed {
+		if c.failed[r].Load() {
+			return fmt.Sprintf("rank %d", r)
+		}
+	}
+	return "a rank"
+}
 
 func (c *Comm) checkRank(op string, r int) error {
 	if r < 0 || r >= c.size {

@@ -47,6 +47,10 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 			if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.Notice{Kind: transport.NoticeTag, Tag: 5}}); err != nil {
 				t.Fatal(err)
 			}
+			// And one of tag 6.
+			if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.Notice{Kind: transport.NoticeTag, Tag: 6}}); err != nil {
+				t.Fatal(err)
+			}
 			if err := w2.Flush(ctx, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -67,6 +71,39 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 					t.Fatalf("%s took too long", what)
 				}
 			}
+			// A wildcard request for two notices of tag 6 first takes the
+			// one rank 2 sent before it failed, then fails: any failed
+			// rank may be the one it waits for.
+			any, err := w0.NotifyInit(AnySource, 6, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := any.Start(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = any.Wait(ctx)
+			check("Wait for two notices from AnySource", err)
+			if err != nil && !strings.Contains(err.Error(), "rank 2 failed with 1 of 2") {
+				t.Errorf("AnySource error %q does not say rank 2 failed after one match", err)
+			}
+			// Signals and counters may be bumped by any rank: their
+			// waits fail too.
+			if _, err := w0.WaitSignal(ctx, 0, CmpEQ, 1); err != nil {
+				check("WaitSignal", err)
+			} else {
+				t.Error("WaitSignal on a word nobody set returned without error")
+			}
+			_, err = c0.Recv(ctx, make([]byte, 1), AnySource, 0)
+			check("Recv from AnySource", err)
+			_, err = c0.Probe(ctx, AnySource, AnyTag)
+			check("Probe of AnySource", err)
+			check("WaitCounter", w0.WaitCounter(ctx, 0, 1))
+			thr, err := w0.CounterThreshold(0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = thr.Wait(ctx)
+			check("Wait of a counter threshold", err)
 			// The notice sent before the failure is delivered; a wait
 			// for one more from rank 2 fails.
 			r, err := w0.NotifyInit(2, 5, 1)
@@ -156,7 +193,8 @@ func TestLockHeldSharedByFailedRank(t *testing.T) {
 }
 
 // killableWins builds n communicators over a local fabric (whose ranks
-// the test can kill) and a 64-byte window on each with strategy st.
+// the test can kill) and a 64-byte window on each with strategy st and one
+// notification counter.
 func killableWins(t *testing.T, n int, st Strategy) (*local.Fabric, []*Comm, []*Win) {
 	t.Helper()
 	f, err := local.NewFabric(n)
@@ -171,8 +209,11 @@ func killableWins(t *testing.T, n int, st Strategy) (*local.Fabric, []*Comm, []*
 	ws := make([]*Win, n)
 	runOK(t, cs, func(ctx context.Context, c *Comm) error {
 		w, err := c.Allocate(ctx, 64, WinOptions{Strategy: st})
+		if err != nil {
+			return err
+		}
 		ws[c.rank] = w
-		return err
+		return w.SetCounters(ctx, 1)
 	})
 	return f, cs, ws
 }

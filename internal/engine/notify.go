@@ -240,16 +240,16 @@ func (r *Request) testNotify(name string) (Status, bool, error) {
 		w.inbox.drainFor(&w.mq, r)
 	}
 	if r.matched < r.count {
-		if r.src == AnySource || !r.c.peerFailed(int(r.src)) {
+		if !r.c.srcFailed(int(r.src)) {
 			return Status{}, false, nil
 		}
-		// The only rank that can complete the request failed: deliver
-		// what it sent before it died, then give up.
+		// The rank the request waits for (for AnySource: possibly)
+		// failed: deliver what arrived before, then give up.
 		r.c.progress()
 		w.inbox.drainFor(&w.mq, r)
 		if r.matched < r.count {
 			r.active = false
-			return Status{}, true, opErr(name, r.c.rank, ErrPeer, "rank %d failed with %d of %d notices matched", r.src, r.matched, r.count)
+			return Status{}, true, opErr(name, r.c.rank, ErrPeer, "%s failed with %d of %d notices matched", r.c.failedName(int(r.src)), r.matched, r.count)
 		}
 	}
 	r.active = false
@@ -272,7 +272,15 @@ func (r *Request) testThreshold(name string) (Status, bool, error) {
 		return Status{}, true, opErr(name, r.c.rank, ErrInvalidNotification, "counter %d no longer exists", r.counter)
 	}
 	if cs.v[r.counter].Load() < r.threshold {
-		return Status{}, false, nil
+		if !r.c.anyFailed() {
+			return Status{}, false, nil
+		}
+		// Any rank may be the one the counter waits for: after a
+		// failure, take in what arrived, then give up.
+		r.c.progress()
+		if v := cs.v[r.counter].Load(); v < r.threshold {
+			return Status{}, true, opErr(name, r.c.rank, ErrPeer, "%s failed with counter %d at %d of %d", r.c.failedName(AnySource), r.counter, v, r.threshold)
+		}
 	}
 	r.reached = true
 	return st, true, nil
@@ -394,8 +402,14 @@ func (w *Win) WaitCounter(ctx context.Context, i int, v uint64) error {
 	if p.Load() >= v {
 		return nil
 	}
-	if err := w.c.wait(ctx, func() bool { return p.Load() >= v }); err != nil {
+	if err := w.c.wait(ctx, func() bool { return p.Load() >= v || w.c.anyFailed() }); err != nil {
 		return w.c.ctxErr("WaitCounter", err)
+	}
+	if got := p.Load(); got < v {
+		w.c.progress()
+		if got = p.Load(); got < v {
+			return opErr("WaitCounter", w.c.rank, ErrPeer, "%s failed with counter %d at %d of %d", w.c.failedName(AnySource), i, got, v)
+		}
 	}
 	return nil
 }
@@ -482,8 +496,16 @@ func (w *Win) WaitSignal(ctx context.Context, off int, cmp Cmp, v uint64) (uint6
 	if cond() {
 		return got, nil
 	}
-	if err := w.c.wait(ctx, cond); err != nil {
+	if err := w.c.wait(ctx, func() bool { return cond() || w.c.anyFailed() }); err != nil {
 		return 0, w.c.ctxErr("WaitSignal", err)
+	}
+	if !cmp.holds(got, v) {
+		// Any rank may be the one to set the signal: after a failure,
+		// take in what arrived, then give up.
+		w.c.progress()
+		if !cond() {
+			return got, opErr("WaitSignal", w.c.rank, ErrPeer, "%s failed with the signal at %d", w.c.failedName(AnySource), got)
+		}
 	}
 	return got, nil
 }

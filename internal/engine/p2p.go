@@ -172,7 +172,7 @@ func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src,
 		if werr != nil {
 			return Status{}, c.ctxErr(op, werr)
 		}
-		return Status{}, opErr(op, c.rank, ErrPeer, "rank %d failed", src)
+		return Status{}, opErr(op, c.rank, ErrPeer, "%s failed", c.failedName(src))
 	}
 	if r.err != nil {
 		return r.st, opErr(op, c.rank, r.err, "message of %d bytes from rank %d into buffer of %d", r.st.Count, r.st.Source, len(buf))
@@ -185,7 +185,7 @@ func (c *Comm) waitRecv(ctx context.Context, r *recvReq) error {
 		if c.recvDone(r) {
 			return true
 		}
-		return r.src != AnySource && c.peerFailed(r.src)
+		return c.srcFailed(r.src)
 	})
 }
 
@@ -225,7 +225,7 @@ func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 	var err error
 	werr := c.wait(ctx, func() bool {
 		st, found, err = c.iprobe("Probe", src, tag)
-		return found || err != nil || (src != AnySource && c.peerFailed(src))
+		return found || err != nil || c.srcFailed(src)
 	})
 	if err != nil {
 		return st, err

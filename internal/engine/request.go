@@ -71,8 +71,8 @@ func (r *Request) test(name string) (Status, bool, error) {
 	switch r.kind {
 	case reqRecv:
 		if !r.c.recvDone(r.recv) {
-			if r.recv.src != AnySource && r.c.peerFailed(r.recv.src) && r.c.cancel(r.recv) {
-				return Status{}, true, opErr(r.op, r.c.rank, ErrPeer, "rank %d failed", r.recv.src)
+			if r.c.srcFailed(r.recv.src) && r.c.cancel(r.recv) {
+				return Status{}, true, opErr(r.op, r.c.rank, ErrPeer, "%s failed", r.c.failedName(r.recv.src))
 			}
 			return Status{}, false, nil
 		}
