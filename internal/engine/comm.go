@@ -60,6 +60,9 @@ type core struct {
 	// sleeper is the poller as a transport.Sleeper, if it is one: its
 	// waiters sleep on the transport's doorbell.
 	sleeper transport.Sleeper
+	// waker is the endpoint as a transport.Waker, if it is one: windows
+	// then write their peers' control words themselves.
+	waker transport.Waker
 	// spin is how long a waiter polls busily before it starts yielding:
 	// long when every rank can have a core, nothing when ranks outnumber
 	// the cores (a busy waiter would then keep the rank it waits for off
@@ -89,6 +92,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	}
 	k.poller, _ = ep.(transport.Poller)
 	k.sleeper, _ = ep.(transport.Sleeper)
+	k.waker, _ = ep.(transport.Waker)
 	if k.size <= runtime.NumCPU() {
 		k.spin = pollSpin
 	}

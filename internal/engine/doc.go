@@ -5,8 +5,10 @@
 // implementations analysed by Gropp and Thakur.
 //
 // The engine is built on a transport.Endpoint and nothing else: locks are
-// words in an exposed control region updated with remote atomics, PSCW and
-// fence completion travel as active messages, two-sided messages as active
-// messages matched here. The public package narma wraps this one; it never
+// words in an exposed control region updated with remote atomics; PSCW and
+// fence completion are counts in words of that region, added to by the
+// sender directly over shared memory (transport.DirectRegion and Waker)
+// and by active messages elsewhere; two-sided messages are active messages
+// matched here. The public package narma wraps this one; it never
 // sees the transport.
 package engine

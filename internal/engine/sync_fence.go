@@ -106,23 +106,16 @@ func (w *Win) fenceDeferred(ctx context.Context) error {
 			first = err
 		}
 	}
-	want := int(k[0])
+	want := uint64(k[0])
 	err := w.c.wait(ctx, func() bool {
-		w.ctlMu.Lock()
-		defer w.ctlMu.Unlock()
-		return w.fenceDone >= want || w.c.anyFailed()
+		return w.ctlPending(winFenceDone, 0) >= want || w.c.anyFailed()
 	})
 	if err != nil {
 		return w.c.ctxErr("Fence", err)
 	}
-	w.ctlMu.Lock()
-	short := w.fenceDone < want
-	w.ctlMu.Unlock()
-	if short {
+	if w.ctlPending(winFenceDone, 0) < want {
 		return opErr("Fence", w.c.rank, ErrPeer, "a peer failed before completing the fence")
 	}
-	w.ctlMu.Lock()
-	w.fenceDone -= want
-	w.ctlMu.Unlock()
+	w.seenFence += want
 	return first
 }

@@ -90,10 +90,8 @@ func (w *Win) Start(ctx context.Context, group []int, assert Assert) error {
 // access group.
 func (w *Win) takePosts(ctx context.Context, name string) error {
 	err := w.c.wait(ctx, func() bool {
-		w.ctlMu.Lock()
-		defer w.ctlMu.Unlock()
 		for _, r := range w.access {
-			if w.posts[r] == 0 && !w.c.peerFailed(r) {
+			if w.ctlPending(winPost, r) == 0 && !w.c.peerFailed(r) {
 				return false
 			}
 		}
@@ -102,15 +100,13 @@ func (w *Win) takePosts(ctx context.Context, name string) error {
 	if err != nil {
 		return w.c.ctxErr(name, err)
 	}
-	w.ctlMu.Lock()
-	defer w.ctlMu.Unlock()
 	for _, r := range w.access {
-		if w.posts[r] == 0 {
+		if w.ctlPending(winPost, r) == 0 {
 			return opErr(name, w.c.rank, ErrPeer, "rank %d failed before posting", r)
 		}
 	}
 	for _, r := range w.access {
-		w.posts[r]--
+		w.seenPosts[r]++
 	}
 	w.postsTaken = true
 	return nil
@@ -203,10 +199,8 @@ func (w *Win) Test() (bool, error) {
 }
 
 func (w *Win) completesIn() bool {
-	w.ctlMu.Lock()
-	defer w.ctlMu.Unlock()
 	for _, r := range w.exposeGrp {
-		if w.completes[r] == 0 && !w.c.peerFailed(r) {
+		if w.ctlPending(winComplete, r) == 0 && !w.c.peerFailed(r) {
 			return false
 		}
 	}
@@ -214,16 +208,14 @@ func (w *Win) completesIn() bool {
 }
 
 func (w *Win) takeCompletes(name string) error {
-	w.ctlMu.Lock()
-	defer w.ctlMu.Unlock()
 	w.exposeOn = false
 	for _, r := range w.exposeGrp {
-		if w.completes[r] == 0 {
+		if w.ctlPending(winComplete, r) == 0 {
 			return opErr(name, w.c.rank, ErrPeer, "rank %d failed before completing", r)
 		}
 	}
 	for _, r := range w.exposeGrp {
-		w.completes[r]--
+		w.seenCompletes[r]++
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/binary"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,9 +50,34 @@ type WinOptions struct {
 // unit cannot overflow for any displacement inside a window.
 const MaxDispUnit = 1 << 20
 
-// ctlSize is the size of a window's control region: the lock word
-// (uint64 at offset 0) on its own cache line.
-const ctlSize = 64
+// A window's control region holds its control words, each kind on cache
+// lines of its own: the lock word (uint64 at ctlLock); the count of
+// fence-done messages (at ctlFence); then, per origin rank, the counts of
+// its post messages and of its complete messages (ctlCounts). The counts
+// only grow: a rank takes a message by counting it in its seen counts.
+// They are added to by the handler of window control messages or, on a
+// transport that reaches peers' memory directly (DirectRegion) and wakes
+// them (Waker), by the sending rank itself with one atomic instruction.
+const (
+	ctlLock   = 0
+	ctlFence  = 64
+	ctlCounts = 128
+)
+
+// ctlSize is the size of the control region of a window of n ranks.
+func ctlSize(n int) int { return ctlCounts + 16*n }
+
+// ctlOffset is the offset of the control word that counts messages of
+// kind from rank src.
+func ctlOffset(kind uint8, src, n int) int {
+	switch kind {
+	case winPost:
+		return ctlCounts + 8*src
+	case winComplete:
+		return ctlCounts + 8*(n+src)
+	}
+	return ctlFence
+}
 
 // Lock word layout: bit 62 says an exclusive holder, bits 32 to 61 its
 // rank (so that a waiter can tell when the holder has failed), the low 32
@@ -86,8 +110,9 @@ const winHeaderLen = 8
 // Win is one rank's part of a window.
 //
 // The origin-side state (epochs, queues) is used by one goroutine of the
-// rank at a time, like an MPI window under MPI_THREAD_SERIALIZED. The
-// counters of incoming control messages are guarded by ctlMu.
+// rank at a time, like an MPI window under MPI_THREAD_SERIALIZED. Incoming
+// control messages are counted in words of the control region (see
+// ctlSize), which take atomic operations.
 type Win struct {
 	c        *Comm
 	id       uint32
@@ -102,6 +127,7 @@ type Win struct {
 	regions    []transport.Region // data region of each rank
 	ctlRegions []transport.Region // control region of each rank
 	lockWords  [][]byte           // each rank's lock word, if the transport is Direct
+	ctlWords   [][]byte           // each rank's control region, if the transport is Direct and a Waker
 	sizes      []int              // window size of each rank, bytes
 	units      []int              // displacement unit of each rank
 
@@ -137,10 +163,11 @@ type Win struct {
 	ncounters  []int                      // number of counters of each rank
 	badNotices atomic.Int64               // notices refused at this target (bad counter or signal)
 
-	ctlMu     sync.Mutex
-	posts     []int // post messages received, per origin
-	completes []int // complete messages received, per origin
-	fenceDone int   // fence-done messages received
+	// Control messages taken (see ctlSize): posts and completes per
+	// origin, fence-dones. The owner's only.
+	seenPosts     []uint64
+	seenCompletes []uint64
+	seenFence     uint64
 }
 
 // Allocate creates a window over size bytes of library memory, collectively.
@@ -183,7 +210,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	n := c.size
 	w := &Win{
 		c: c, mem: buf, owned: owned, unit: opt.DispUnit, strategy: opt.Strategy,
-		ctl:         mem.Alloc(ctlSize),
+		ctl:         mem.Alloc(ctlSize(n)),
 		synchronous: c.ep.Caps().Synchronous,
 		regions:     make([]transport.Region, n),
 		ctlRegions:  make([]transport.Region, n),
@@ -193,8 +220,8 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		lockKind:    make([]uint8, n),
 		lockHeld:    make([]bool, n),
 		queue:       make([][]rmaOp, n),
-		posts:       make([]int, n),
-		completes:   make([]int, n),
+		seenPosts:     make([]uint64, n),
+		seenCompletes: make([]uint64, n),
 		ncounters:   make([]int, n),
 	}
 	w.direct = w.takeNotice
@@ -245,14 +272,20 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		if w.regions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[8:])), w.sizes[r]); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "region of rank %d: %v", r, err))
 		}
-		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[24:])), ctlSize); err != nil {
+		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[24:])), ctlSize(n)); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
 		}
 		if d, ok := w.ctlRegions[r].(transport.DirectRegion); ok && c.ep.Caps().Direct {
 			if w.lockWords == nil {
 				w.lockWords = make([][]byte, n)
 			}
-			w.lockWords[r] = d.Direct()[:8]
+			w.lockWords[r] = d.Direct()[ctlLock : ctlLock+8]
+			if c.waker != nil {
+				if w.ctlWords == nil {
+					w.ctlWords = make([][]byte, n)
+				}
+				w.ctlWords[r] = d.Direct()[:ctlSize(n)]
+			}
 		}
 	}
 	return w, nil
@@ -321,8 +354,15 @@ func (w *Win) Free(ctx context.Context) error {
 	return nil
 }
 
-// sendCtl sends a window control message to rank r.
+// sendCtl sends a window control message to rank r: it adds one to r's
+// control word for it, directly if the transport allows, else by an
+// active message whose handler (handleWin) does.
 func (w *Win) sendCtl(op string, r int, kind uint8) error {
+	if w.ctlWords != nil {
+		mem.AtomicAdd64(w.ctlWords[r][ctlOffset(kind, w.c.rank, w.c.size):], 1)
+		w.c.waker.WakeRank(r)
+		return nil
+	}
 	var hdr [winHeaderLen]byte
 	binary.LittleEndian.PutUint32(hdr[0:], w.id)
 	hdr[4] = kind
@@ -344,15 +384,22 @@ func (c *Comm) handleWin(src int, hdr, _ []byte) {
 	if w == nil {
 		return
 	}
-	w.ctlMu.Lock()
-	switch hdr[4] {
-	case winPost:
-		w.posts[src]++
-	case winComplete:
-		w.completes[src]++
-	case winFenceDone:
-		w.fenceDone++
+	switch kind := hdr[4]; kind {
+	case winPost, winComplete, winFenceDone:
+		mem.AtomicAdd64(w.ctl[ctlOffset(kind, src, c.size):], 1)
 	}
-	w.ctlMu.Unlock()
 	c.wake()
+}
+
+// ctlPending returns how many control messages of kind from src (any
+// source for fence-dones) arrived and are not yet taken.
+func (w *Win) ctlPending(kind uint8, src int) uint64 {
+	got := mem.AtomicLoad64(w.ctl[ctlOffset(kind, src, w.c.size):])
+	switch kind {
+	case winPost:
+		return got - w.seenPosts[src]
+	case winComplete:
+		return got - w.seenCompletes[src]
+	}
+	return got - w.seenFence
 }

@@ -197,6 +197,16 @@ type DirectRegion interface {
 	Direct() []byte
 }
 
+// Waker is implemented by Direct transports whose ranks sleep on a
+// doorbell (Sleeper). The engine changes control words in a peer's memory
+// itself, with atomic instructions on a DirectRegion's memory, and then
+// calls WakeRank(peer): a Sleep of that peer that began before the call
+// returns, and one that begins after it returns at once, so that a waiter
+// that looked at the word before it slept looks again.
+type Waker interface {
+	WakeRank(r int)
+}
+
 // Errors returned by transports.
 var (
 	ErrBounds   = errors.New("transport: access outside the region")

@@ -18,7 +18,7 @@ import (
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0002 // "narma", layout version 2
+	magic     = 0x616d72616e_0003 // "narma", layout version 3
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -48,7 +48,10 @@ type header struct {
 	// producers bump it and wake it when sleepers is not zero.
 	bell     atomic.Uint32
 	sleepers atomic.Uint32
-	_        [lineSize - 8]byte
+	// wakes is set by a peer's WakeRank before it looks for sleepers:
+	// a sleeper that finds it set does not sleep.
+	wakes atomic.Uint32
+	_     [lineSize - 12]byte
 
 	// amSeq counts AM records published to any of the endpoint's rings,
 	// so that a poll that finds it unchanged skips the rings.

@@ -554,11 +554,29 @@ func (e *Endpoint) Sleep(d time.Duration) {
 	b := hdr.bell.Load()
 	// Registered before these last looks: a producer that publishes
 	// after them sees the sleeper and rings, changing bell, so the futex
-	// does not sleep; a Wake since the caller last looked left woken.
-	if !e.woken.Swap(false) && !e.pendingRacy() && !e.closed.Load() {
+	// does not sleep; a Wake since the caller last looked left woken, a
+	// WakeRank left wakes set (or, if it came after the Swap, saw the
+	// sleeper and rang after bell was read).
+	if hdr.wakes.Swap(0) == 0 && !e.woken.Swap(false) && !e.pendingRacy() && !e.closed.Load() {
 		futexSleep(&hdr.bell, b, d)
 	}
 	hdr.sleepers.Add(^uint32(0))
+}
+
+// WakeRank makes rank r's sleepers look again (transport.Waker): the
+// engine calls it after changing a word of r's memory itself. A sleeper
+// that registered before it is woken; one that registers after finds
+// wakes set and does not sleep.
+func (e *Endpoint) WakeRank(r int) {
+	if r < 0 || r >= len(e.peers) {
+		return
+	}
+	t := e.peers[r]
+	t.hdr.wakes.Store(1)
+	if t.hdr.sleepers.Load() != 0 {
+		t.hdr.bell.Add(1)
+		futexWakeAll(&t.hdr.bell)
+	}
 }
 
 // Wake rings the endpoint's own doorbell (transport.Sleeper). A Wake
@@ -793,6 +811,7 @@ type region struct {
 }
 
 var _ transport.DirectRegion = (*region)(nil)
+var _ transport.Waker = (*Endpoint)(nil)
 
 func (r *region) check() error {
 	if err := r.ep.peerErr(r.target); err != nil {

@@ -128,9 +128,10 @@ func TestRingBackPressure(t *testing.T) {
 }
 
 // TestSleep: Sleep on an endpoint's doorbell ends when a notice arrives,
-// when Wake is called during it, and at once after a Wake that came
-// before it (so that a waker between the caller's last look and its
-// Sleep is not lost); with nothing of that, it ends after its time.
+// when Wake or a peer's WakeRank is called during it, and at once after a
+// Wake or WakeRank that came before it (so that a waker between the
+// caller's last look and its Sleep is not lost); with nothing of that, it
+// ends after its time.
 func TestSleep(t *testing.T) {
 	eps := newGroup(t, Config{Size: 2, CheckInterval: 5e6})
 	got := make(chan transport.Notice, 16)
@@ -186,4 +187,15 @@ func TestSleep(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the notice was not delivered")
 	}
+
+	// A peer's WakeRank (after it changed a word in rank 1's memory
+	// itself) ends a Sleep, and makes a later one return at once.
+	done = sleep(long)
+	time.Sleep(20 * time.Millisecond)
+	eps[0].WakeRank(1)
+	ended("a peer's WakeRank", done)
+	eps[0].WakeRank(1)
+	ended("an earlier WakeRank of a peer", sleep(long))
+	eps[0].WakeRank(-1) // out of range: nothing
+	eps[0].WakeRank(2)
 }

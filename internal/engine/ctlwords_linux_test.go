@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/inproc"
+	"github.com/narma-rma/narma/internal/transport/local"
+	"github.com/narma-rma/narma/internal/transport/shm"
+)
+
+// shmCounting is a shared-memory endpoint that counts the window control
+// messages (active messages of amWin) it sends; every other method,
+// Poller, Sleeper and Waker included, is the endpoint's own.
+type shmCounting struct {
+	*shm.Endpoint
+	ctl *atomic.Int64
+}
+
+func (e shmCounting) SendAM(dst int, id transport.AMID, hdr, payload []byte) error {
+	if id == amWin {
+		e.ctl.Add(1)
+	}
+	return e.Endpoint.SendAM(dst, id, hdr, payload)
+}
+
+// localCounting is the same over the in-process transport, which is not a
+// Waker.
+type localCounting struct {
+	transport.Endpoint
+	ctl *atomic.Int64
+}
+
+func (e localCounting) SendAM(dst int, id transport.AMID, hdr, payload []byte) error {
+	if id == amWin {
+		e.ctl.Add(1)
+	}
+	return e.Endpoint.SendAM(dst, id, hdr, payload)
+}
+
+// TestControlWordsInSharedMemory: over the shared-memory transport (Direct
+// and a Waker) PSCW's posts and completes and the deferred fence's
+// done-counts are words that the sender adds to in the target's mapped
+// memory: they send no control messages, and the epochs still order the
+// data. Over the in-process transport, which wakes no peer, the same
+// epochs send them, so the count is not blind.
+func TestControlWordsInSharedMemory(t *testing.T) {
+	for _, name := range []string{"shm", "local"} {
+		t.Run(name, func(t *testing.T) {
+			const n = 3
+			var ctl atomic.Int64
+			cs := make([]*Comm, n)
+			if name == "shm" {
+				t.Setenv("NARMA_TRANSPORT", "shm")
+				eps, err := inproc.New(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r, ep := range eps {
+					cs[r] = New(shmCounting{ep.(*shm.Endpoint), &ctl}, nil, nil)
+				}
+			} else {
+				eps, err := local.New(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r, ep := range eps {
+					cs[r] = New(localCounting{ep, &ctl}, nil, nil)
+				}
+			}
+			t.Cleanup(func() {
+				for _, c := range cs {
+					c.Close()
+				}
+			})
+			ws := make([]*Win, n)
+			runOK(t, cs, func(ctx context.Context, c *Comm) error {
+				w, err := c.Allocate(ctx, 8*n, WinOptions{Strategy: Deferred})
+				ws[c.rank] = w
+				return err
+			})
+			before := ctl.Load()
+			// Rounds of PSCW (every rank posts to and accesses every
+			// other) and of the deferred fence, each putting its round
+			// number into its slot at every other rank, checked after the
+			// epoch.
+			const rounds = 20
+			runOK(t, cs, func(ctx context.Context, c *Comm) error {
+				w := ws[c.rank]
+				var others []int
+				for r := range n {
+					if r != c.rank {
+						others = append(others, r)
+					}
+				}
+				check := func(what string, round uint64) error {
+					for _, r := range others {
+						if got := mem.AtomicLoad64(w.mem[8*r:]); got != round {
+							return fmt.Errorf("%s round %d: slot of rank %d holds %d", what, round, r, got)
+						}
+					}
+					return nil
+				}
+				val := make([]byte, 8)
+				put := func(round uint64) error {
+					mem.AtomicStore64(val, round)
+					for _, r := range others {
+						if err := w.Do(&Access{Kind: KindPut, Type: mem.Uint64, Origin: val, Target: r, Disp: 8 * c.rank}); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				for i := uint64(1); i <= rounds; i++ {
+					if err := w.Post(others, 0); err != nil {
+						return err
+					}
+					if err := w.Start(ctx, others, 0); err != nil {
+						return err
+					}
+					if err := put(i); err != nil {
+						return err
+					}
+					if err := w.Complete(ctx); err != nil {
+						return err
+					}
+					if err := w.Wait(ctx); err != nil {
+						return err
+					}
+					if err := check("PSCW", i); err != nil {
+						return err
+					}
+				}
+				if err := w.Fence(ctx, 0); err != nil {
+					return err
+				}
+				for i := uint64(rounds + 1); i <= 2*rounds; i++ {
+					if err := put(i); err != nil {
+						return err
+					}
+					if err := w.Fence(ctx, 0); err != nil {
+						return err
+					}
+					if err := check("fence", i); err != nil {
+						return err
+					}
+				}
+				return w.Fence(ctx, NoSucceed)
+			})
+			sent := ctl.Load() - before
+			if name == "shm" && sent != 0 {
+				t.Errorf("over shm the epochs sent %d window control messages, want none", sent)
+			}
+			if name == "local" && sent == 0 {
+				t.Error("over the in-process transport the epochs sent no window control message: the count sees nothing")
+			}
+		})
+	}
+}
