@@ -210,19 +210,19 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	n := c.size
 	w := &Win{
 		c: c, mem: buf, owned: owned, unit: opt.DispUnit, strategy: opt.Strategy,
-		ctl:         mem.Alloc(ctlSize(n)),
-		synchronous: c.ep.Caps().Synchronous,
-		regions:     make([]transport.Region, n),
-		ctlRegions:  make([]transport.Region, n),
-		sizes:       make([]int, n),
-		units:       make([]int, n),
-		accessSet:   make([]bool, n),
-		lockKind:    make([]uint8, n),
-		lockHeld:    make([]bool, n),
-		queue:       make([][]rmaOp, n),
+		ctl:           mem.Alloc(ctlSize(n)),
+		synchronous:   c.ep.Caps().Synchronous,
+		regions:       make([]transport.Region, n),
+		ctlRegions:    make([]transport.Region, n),
+		sizes:         make([]int, n),
+		units:         make([]int, n),
+		accessSet:     make([]bool, n),
+		lockKind:      make([]uint8, n),
+		lockHeld:      make([]bool, n),
+		queue:         make([][]rmaOp, n),
 		seenPosts:     make([]uint64, n),
 		seenCompletes: make([]uint64, n),
-		ncounters:   make([]int, n),
+		ncounters:     make([]int, n),
 	}
 	w.direct = w.takeNotice
 	var err error
