@@ -7,9 +7,13 @@ import (
 	"time"
 )
 
-// wrap returns c as the endpoint uses it: itself, or behind a delay line
-// if the endpoint has a Delay.
-func (e *Endpoint) wrap(c net.Conn) net.Conn {
+// wrap returns c, a connection to peer that the endpoint opened (out) or
+// accepted, as the endpoint uses it: itself, or behind a delay line if
+// the endpoint has a Delay (and behind a test's wrapper, if any).
+func (e *Endpoint) wrap(c net.Conn, peer int, out bool) net.Conn {
+	if e.wrapConn != nil {
+		c = e.wrapConn(e.rank, peer, out, c)
+	}
 	if e.delay <= 0 {
 		return c
 	}

@@ -5,7 +5,10 @@
 // window and then delivers the notice of; a get or a fetching atomic is a
 // request and a reply; a flush is a request that the target answers once
 // it has applied everything before it. Put + flush + flag therefore costs
-// three frames and a reply where a notified put costs one.
+// three frames and a reply where a notified put costs one. Transfers of
+// more than 4 MiB are split into frames of 4 MiB, applied in order, the
+// notice riding on the last: a frame in progress holds up what follows
+// it on its connection, heartbeats included.
 //
 // # Connections
 //
@@ -48,11 +51,15 @@
 // # Failure
 //
 // A peer whose connection breaks, or that stays silent longer than
-// Config.PeerTimeout (idle connections carry a heartbeat every fifth of
-// it), is declared failed: the failure handler is told, and every call
-// that waits on it (flushes, gets, lookups) fails with an error matching
-// transport.ErrPeer. Close says goodbye to every connected peer first,
-// so that an orderly exit is never taken for a failure.
+// Config.PeerTimeout, is declared failed: the failure handler is told,
+// and every call that waits on it (flushes, gets, lookups) fails with an
+// error matching transport.ErrPeer. A connection that was idle, or whose
+// peer said nothing, for a fifth of the timeout carries a ping, which
+// goes out ahead of the next frame and which the peer answers; progress
+// through a large payload, read from the peer or taken by it, counts as
+// a sign of life too, so a slow link is not taken for a dead peer.
+// Close says goodbye to every connected peer first, so that an orderly
+// exit is never taken for a failure.
 //
 // # Counting
 //

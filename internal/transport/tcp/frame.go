@@ -123,8 +123,16 @@ type header struct {
 // flagFetch asks an atomic for the previous contents.
 const flagFetch = 1
 
-// maxPayload bounds the payload of one frame: larger transfers are split.
+// maxPayload bounds the payload of one frame, an active message's (other
+// transfers are split into frames of chunkPayload bytes).
 const maxPayload = 1 << 30
+
+// chunkPayload bounds the data of one put, get or accumulate frame:
+// larger ones are split at the origin into frames of this size, the
+// notice riding on the last. A frame in progress holds up the frames
+// behind it on its connection (heartbeats among them), and a write
+// into a window holds the region: chunks keep both short.
+const chunkPayload = 4 << 20
 
 func (h *header) encode(b []byte) {
 	_ = b[headerSize-1]

@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime"
 	"sync"
-	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -82,7 +81,7 @@ func (in *inConn) serve() {
 		}
 		h, err := decodeHeader(in.hb[:], true)
 		if err == nil {
-			in.p.lastHeard.Store(time.Now().UnixNano())
+			in.p.heard()
 			in.p.ep.stats.received(h.kind, headerSize+int(h.length))
 			err = in.handle(&h)
 		}
@@ -114,6 +113,9 @@ func (in *inConn) handle(h *header) error {
 	switch h.kind {
 	case KindPut:
 		n := int(h.length)
+		if err := in.awaitPayload(n); err != nil {
+			return err
+		}
 		x := ep.acquire(transport.Key(h.key))
 		if x == nil {
 			in.refuse(StatusNoRegion)
@@ -152,6 +154,9 @@ func (in *inConn) handle(h *header) error {
 
 	case KindAM:
 		n := int(h.length)
+		if err := in.awaitPayload(n); err != nil {
+			return err
+		}
 		var b []byte
 		if n <= in.br.Size() {
 			var err error
@@ -228,6 +233,9 @@ func (in *inConn) atomic(h *header) error {
 	n := int(h.length)
 	var src []byte
 	peeked := n <= in.br.Size()
+	if err := in.awaitPayload(n); err != nil {
+		return err
+	}
 	if n > 0 {
 		var err error
 		if peeked {
@@ -318,6 +326,17 @@ func (in *inConn) result(n int, peeked bool, m int) []byte {
 	return b[m : m+n]
 }
 
+// awaitPayload sends the queued replies if the n bytes of payload to
+// come are not all in the read buffer: the reader is about to wait for
+// the network, and an answer (to a ping, say) must not wait behind a
+// large payload.
+func (in *inConn) awaitPayload(n int) error {
+	if n > in.br.Buffered() {
+		return in.flushReplies()
+	}
+	return nil
+}
+
 // discard skips n bytes of payload.
 func (in *inConn) discard(n int) error {
 	_, err := in.br.Discard(n)
@@ -353,8 +372,16 @@ func (in *inConn) reply(id uint32, st Status, payload []byte) error {
 	if _, err := in.bw.Write(in.wh[:]); err != nil {
 		return err
 	}
-	if _, err := in.bw.Write(payload); err != nil {
-		return err
+	for b := payload; len(b) > 0; {
+		// A large payload goes out in pieces, each a sign of life of
+		// the peer that took it (see writePieces).
+		k := min(len(b), writePiece)
+		if _, err := in.bw.Write(b[:k]); err != nil {
+			return err
+		}
+		if b = b[k:]; len(b) > 0 {
+			in.p.heard()
+		}
 	}
 	in.p.ep.stats.sent(KindReply, headerSize+len(payload))
 	return nil

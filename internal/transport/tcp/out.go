@@ -22,6 +22,9 @@ const (
 	// smallPayload is the largest payload copied behind its header into
 	// one write; larger ones go out with the header in one writev.
 	smallPayload = 4 << 10
+	// writePiece is the most written at once: a larger payload goes
+	// out in pieces, each a sign of life of the peer that took it.
+	writePiece = 1 << 20
 )
 
 // call is a request waiting for its reply. The connection keeps its
@@ -90,6 +93,9 @@ type outConn struct {
 	err    error // once set, calls fail with it at once
 
 	lastSent atomic.Int64 // unix nanoseconds of the last write
+	// pingDue: the heartbeat wants a ping sent; the next writer sends
+	// it, ahead of its own frame.
+	pingDue atomic.Bool
 }
 
 func newOutConn(p *peer, c net.Conn) *outConn {
@@ -139,8 +145,31 @@ func (o *outConn) sent(err error) error {
 	return fmt.Errorf("tcp: rank %d: %v: %w", o.p.rank, err, transport.ErrPeer)
 }
 
-// write writes one frame; o.wmu is held.
+// ping sends the ping the heartbeat asked for, unless a writer did.
+func (o *outConn) ping() error {
+	o.wmu.Lock()
+	err := o.writePing()
+	o.wmu.Unlock()
+	return o.sent(err)
+}
+
+// writePing writes a ping if one is due; o.wmu is held.
+func (o *outConn) writePing() error {
+	if !o.pingDue.CompareAndSwap(true, false) {
+		return nil
+	}
+	return o.write(&header{kind: KindPing}, nil, nil, &call{})
+}
+
+// write writes one frame; o.wmu is held. A ping that is due goes first:
+// a writer that sends frame after frame (the parts of a large put) would
+// otherwise keep the heartbeat's ping waiting for the lock.
 func (o *outConn) write(h *header, a, b []byte, cl *call) error {
+	if h.kind != KindPing && o.pingDue.Load() {
+		if err := o.writePing(); err != nil {
+			return err
+		}
+	}
 	if cl != nil {
 		if err := o.register(h, cl); err != nil {
 			return err
@@ -151,12 +180,15 @@ func (o *outConn) write(h *header, a, b []byte, cl *call) error {
 	buf := o.buf[:headerSize]
 	h.encode(buf)
 	var err error
-	if n <= smallPayload {
+	switch {
+	case n <= smallPayload:
 		buf = append(append(buf, a...), b...)
 		_, err = o.c.Write(buf)
-	} else {
+	case n <= writePiece:
 		bufs := net.Buffers{buf, a, b}
 		_, err = bufs.WriteTo(o.c)
+	default:
+		err = writePieces(o.c, o.p, buf, a, b)
 	}
 	if err != nil {
 		return err
@@ -265,7 +297,7 @@ func (o *outConn) readReplies() {
 			o.p.fail(fmt.Errorf("tcp: rank %d: %v: %w", o.p.rank, err, transport.ErrPeer))
 			return
 		}
-		o.p.lastHeard.Store(time.Now().UnixNano())
+		o.p.heard()
 		o.p.ep.stats.received(h.kind, headerSize+int(h.length))
 		if h.kind == KindReplyBye {
 			o.p.markClosed()
@@ -315,9 +347,35 @@ func (o *outConn) readReplies() {
 	}
 }
 
+// writePieces writes parts to c as one stream, at most writePiece bytes
+// at a time. Once the socket buffers are full, the peer's kernel takes
+// bytes only as fast as the peer reads them: each piece written is a sign
+// of life of p, so a payload that takes longer than the peer timeout to
+// go out does not make p look silent.
+func writePieces(c net.Conn, p *peer, parts ...[]byte) error {
+	var spare [3][]byte
+	for len(parts) > 0 {
+		piece := net.Buffers(spare[:0])
+		for room := writePiece; room > 0 && len(parts) > 0; {
+			k := min(room, len(parts[0]))
+			piece = append(piece, parts[0][:k])
+			room -= k
+			if parts[0] = parts[0][k:]; len(parts[0]) == 0 {
+				parts = parts[1:]
+			}
+		}
+		if _, err := piece.WriteTo(c); err != nil {
+			return err
+		}
+		p.heard()
+	}
+	return nil
+}
+
 // readFull reads len(dst) bytes of br into dst: from the buffer at once
 // if they fit in it (nothing is written unless all arrived), else
-// streaming, noting progress as a sign of life of p.
+// streaming, every read a sign of life of p (a payload may take longer
+// than the peer timeout to arrive).
 func readFull(br *bufio.Reader, dst []byte, p *peer) error {
 	if len(dst) <= br.Size() {
 		b, err := br.Peek(len(dst))
@@ -328,14 +386,18 @@ func readFull(br *bufio.Reader, dst []byte, p *peer) error {
 		_, err = br.Discard(len(dst))
 		return err
 	}
-	const chunk = 1 << 20
 	for len(dst) > 0 {
-		n := min(len(dst), chunk)
-		if _, err := io.ReadFull(br, dst[:n]); err != nil {
+		n, err := br.Read(dst)
+		if n > 0 {
+			dst = dst[n:]
+			p.heard()
+		}
+		if err != nil && len(dst) > 0 {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
 			return err
 		}
-		dst = dst[n:]
-		p.lastHeard.Store(time.Now().UnixNano())
 	}
 	return nil
 }

@@ -35,9 +35,15 @@ type peer struct {
 	out  atomic.Pointer[outConn]
 	in   atomic.Pointer[inConn]
 
-	lastHeard atomic.Int64 // unix nanoseconds of the last frame received from it
+	// lastHeard is the time (unix nanoseconds) of its last sign of life:
+	// a frame received from it, or progress through a large payload
+	// that it sends or takes.
+	lastHeard atomic.Int64
 	pinging   atomic.Bool
 }
+
+// heard records a sign of life of the peer.
+func (p *peer) heard() { p.lastHeard.Store(time.Now().UnixNano()) }
 
 // err returns nil while the peer is live, else why it is not.
 func (p *peer) err() error {
@@ -147,8 +153,8 @@ func (p *peer) conn() (*outConn, error) {
 		p.fail(fmt.Errorf("tcp: rank %d at %s: %v: %w", p.rank, p.addr, err, transport.ErrPeer))
 		return nil, p.err()
 	}
-	o := newOutConn(p, p.ep.wrap(raceWrap(c, true)))
-	p.lastHeard.Store(time.Now().UnixNano())
+	o := newOutConn(p, p.ep.wrap(raceWrap(c, true), p.rank, true))
+	p.heard()
 	p.out.Store(o)
 	if err := p.err(); err != nil || !p.ep.open() {
 		// The peer failed or this endpoint stopped while we dialed:
@@ -180,8 +186,8 @@ func (p *peer) attach(c net.Conn) (*inConn, error) {
 	if p.in.Load() != nil {
 		return nil, fmt.Errorf("tcp: rank %d is already connected", p.rank)
 	}
-	in := newInConn(p, p.ep.wrap(raceWrap(c, false)))
-	p.lastHeard.Store(time.Now().UnixNano())
+	in := newInConn(p, p.ep.wrap(raceWrap(c, false), p.rank, false))
+	p.heard()
 	p.in.Store(in)
 	if !p.ep.open() || p.err() != nil {
 		// Close began, or the peer failed, while we attached: shut may
@@ -226,8 +232,11 @@ func (p *peer) sayBye() []chan error {
 }
 
 // check is the heartbeat's visit: a peer silent for longer than timeout
-// fails, and an idle connection of this endpoint's gets a ping, which the
-// peer answers (times in nanoseconds).
+// fails, and a connection of this endpoint's gets a ping, which the peer
+// answers, if it was idle or the peer was silent for longer than every
+// (times in nanoseconds). The peer answers only requests: an origin that
+// streams puts hears from it through its pings, which go out between
+// frames.
 func (p *peer) check(now, every, timeout int64) {
 	if p.state.Load() != pLive {
 		return
@@ -236,17 +245,23 @@ func (p *peer) check(now, every, timeout int64) {
 	if o == nil && in == nil {
 		return
 	}
-	if silent := now - p.lastHeard.Load(); silent > timeout {
+	silent := now - p.lastHeard.Load()
+	if silent > timeout {
 		p.fail(fmt.Errorf("tcp: rank %d silent for %v: %w", p.rank, time.Duration(silent).Round(time.Millisecond), transport.ErrPeer))
 		return
 	}
-	if o != nil && now-o.lastSent.Load() > every && p.pinging.CompareAndSwap(false, true) {
-		// A write may wait for the peer to read: never in the heartbeat.
+	if o == nil || now-o.lastSent.Load() <= every && silent <= every {
+		return
+	}
+	// The next writer sends the ping; if none comes, a goroutine does (a
+	// write may wait for the peer to read: never in the heartbeat).
+	o.pingDue.Store(true)
+	if p.pinging.CompareAndSwap(false, true) {
 		p.ep.wg.Add(1)
 		go func() {
 			defer p.ep.wg.Done()
 			defer p.pinging.Store(false)
-			o.send(&header{kind: KindPing}, nil, &call{})
+			o.ping()
 		}()
 	}
 }

@@ -166,9 +166,10 @@ func (r *region) local(n transport.Notice, apply func(m []byte) error) error {
 	return err
 }
 
-// Put writes src at off: one frame, carrying the notice. It is complete
-// at the origin when it returns (src may be reused), at the target after
-// a Flush.
+// Put writes src at off: one frame, carrying the notice (a put of more
+// than chunkPayload bytes is split into frames of that size, applied in
+// order, the notice on the last). It is complete at the origin when it
+// returns (src may be reused), at the target after a Flush.
 func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Completion) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -183,7 +184,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 		return r.local(n, func(m []byte) error { return local.PutAt(m, off, src) })
 	}
 	for {
-		chunk := src[:min(len(src), maxPayload)]
+		chunk := src[:min(len(src), chunkPayload)]
 		h := header{kind: KindPut, key: uint64(r.key), off: uint64(off)}
 		last := len(chunk) == len(src)
 		if last {
@@ -203,7 +204,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 }
 
 // Get reads len(dst) bytes at off into dst: a request and a reply, which
-// completes c.
+// completes c (one per chunkPayload bytes for a larger get).
 func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Completion) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -218,7 +219,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 		return r.local(n, func(m []byte) error { return local.GetAt(m, off, dst) })
 	}
 	for {
-		chunk := dst[:min(len(dst), maxPayload)]
+		chunk := dst[:min(len(dst), chunkPayload)]
 		h := header{kind: KindGet, key: uint64(r.key), off: uint64(off), result: uint32(len(chunk))}
 		last := len(chunk) == len(dst)
 		if last {
@@ -239,7 +240,8 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 
 // Accumulate applies op at the target, atomically per element. A
 // fetching accumulate is a request and a reply (which completes c); any
-// other is one frame.
+// other is one frame. Like a put, it is split into frames of
+// chunkPayload bytes.
 func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, n transport.Notice, c *transport.Completion) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -266,7 +268,7 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 		src = nil
 	}
 	for done := 0; ; {
-		k := min(span-done, maxPayload)
+		k := min(span-done, chunkPayload)
 		h := header{kind: KindAccumulate, op: op, typ: t, key: uint64(r.key), off: uint64(off + done)}
 		last := done+k == span
 		if last {

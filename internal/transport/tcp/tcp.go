@@ -38,6 +38,12 @@ type Config struct {
 	// long before it reaches the network: a test hook that emulates a
 	// long link where the kernel has no netem.
 	Delay time.Duration
+
+	// wrapConn, if set (by this package's tests), wraps every
+	// connection of the endpoint once its handshake is done, inside the
+	// Delay line: self and peer are the ranks at either end, and out
+	// tells a connection the endpoint opened from one it accepted.
+	wrapConn func(self, peer int, out bool, c net.Conn) net.Conn
 }
 
 // DefaultPeerTimeout is the PeerTimeout of a zero Config.
@@ -59,6 +65,7 @@ type Endpoint struct {
 	secret     []byte
 	timeout    time.Duration
 	delay      time.Duration
+	wrapConn   func(self, peer int, out bool, c net.Conn) net.Conn
 	ln         net.Listener
 
 	state atomic.Uint32
@@ -121,16 +128,17 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	}
 	raceListening(ln.Addr())
 	e := &Endpoint{
-		rank:    cfg.Rank,
-		size:    cfg.Size,
-		secret:  append([]byte(nil), cfg.Secret...),
-		timeout: cfg.PeerTimeout,
-		delay:   cfg.Delay,
-		ln:      ln,
-		done:    make(chan struct{}),
-		peers:   make([]*peer, cfg.Size),
-		regions: make(map[transport.Key]*exposed),
-		handles: make(map[handleKey]*region),
+		rank:     cfg.Rank,
+		size:     cfg.Size,
+		secret:   append([]byte(nil), cfg.Secret...),
+		timeout:  cfg.PeerTimeout,
+		delay:    cfg.Delay,
+		wrapConn: cfg.wrapConn,
+		ln:       ln,
+		done:     make(chan struct{}),
+		peers:    make([]*peer, cfg.Size),
+		regions:  make(map[transport.Key]*exposed),
+		handles:  make(map[handleKey]*region),
 	}
 	for r := range e.peers {
 		if r != e.rank {
