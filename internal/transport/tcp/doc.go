@@ -46,7 +46,11 @@
 // region it names, its displacement, length and alignment. A malformed
 // frame, or one that reaches outside its window, closes the connection
 // and fails that peer; a frame for a region that was just withdrawn is
-// refused and reported to the origin at its next flush.
+// refused and reported to the origin at its next flush. A header alone
+// cannot make the target allocate much: an accumulate's operand (which
+// the target holds in memory of its own) is refused beyond 4 MiB, and
+// the payload of a large active message is allocated as its bytes
+// arrive.
 //
 // # Failure
 //

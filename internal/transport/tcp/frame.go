@@ -131,7 +131,9 @@ const maxPayload = 1 << 30
 // larger ones are split at the origin into frames of this size, the
 // notice riding on the last. A frame in progress holds up the frames
 // behind it on its connection (heartbeats among them), and a write
-// into a window holds the region: chunks keep both short.
+// into a window holds the region: chunks keep both short. An
+// accumulate's operand and result, which the target holds in memory of
+// its own, are refused beyond it.
 const chunkPayload = 4 << 20
 
 func (h *header) encode(b []byte) {
@@ -231,6 +233,12 @@ func decodeHeader(b []byte, request bool) (header, error) {
 	case KindAccumulate:
 		if !h.op.ValidFor(h.typ) {
 			return bad("operation %v on %v", h.op, h.typ)
+		}
+		if h.length > chunkPayload || h.result > chunkPayload {
+			// The target holds the operand and the result in memory
+			// of its own: bounded by the chunk that origins split
+			// accumulates into.
+			return bad("accumulate of %d/%d bytes over the limit of %d", h.length, h.result, chunkPayload)
 		}
 		size := uint32(h.typ.Size())
 		n := h.length

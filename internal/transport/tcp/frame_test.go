@@ -31,6 +31,8 @@ var validHeaders = []struct {
 		id: 4, key: 1, off: 4, length: 8, result: 8, notice: uint8(transport.NoticeCounter), tag: 1}},
 	{"fetch (no-op)", true, header{kind: KindAccumulate, op: mem.NoOp, typ: mem.Uint16, flags: flagFetch,
 		id: 5, key: 1, off: 2, result: 6}},
+	{"accumulate of a whole chunk", true, header{kind: KindAccumulate, op: mem.Replace, typ: mem.Uint64, flags: flagFetch,
+		id: 5, key: 1, length: chunkPayload, result: chunkPayload}},
 	{"compare-swap", true, header{kind: KindCompareSwap, typ: mem.Int32, key: 1, off: 4, length: 8}},
 	{"fetching compare-swap", true, header{kind: KindCompareSwap, typ: mem.Float64, flags: flagFetch,
 		id: 6, key: 1, off: 16, length: 16, result: 8, notice: uint8(transport.NoticeTag), tag: 3}},
@@ -85,6 +87,9 @@ func checkDecode(t *testing.T, b []byte) (asRequest, asReply bool) {
 		}
 		switch h.kind {
 		case KindAccumulate, KindCompareSwap:
+			if h.length > chunkPayload || h.result > chunkPayload {
+				t.Fatalf("decodeHeader(%x, %v) accepted an atomic of %d/%d bytes", b, request, h.length, h.result)
+			}
 			size := uint64(h.typ.Size())
 			if size == 0 || h.off%size != 0 {
 				t.Fatalf("decodeHeader(%x, %v) accepted an atomic on %v at offset %d", b, request, h.typ, h.off)
@@ -206,6 +211,10 @@ var invalidHeaders = func() []struct {
 	add("accumulate: fetch without result", with(acc, func(h *header) { h.flags, h.id = flagFetch, 1 }))
 	add("accumulate: no-op without fetch", with(acc, func(h *header) { h.op = mem.NoOp }))
 	add("accumulate: no-op with nothing", with(acc, func(h *header) { h.op, h.length = mem.NoOp, 0 }))
+	add("accumulate: operand over the chunk", with(acc, func(h *header) { h.length = chunkPayload + 8 }))
+	add("accumulate: fetch over the chunk", with(acc, func(h *header) {
+		h.op, h.length, h.flags, h.id, h.result = mem.NoOp, 0, flagFetch, 1, chunkPayload+8
+	}))
 
 	add("compare-swap: op", with(cas, func(h *header) { h.op = mem.Sum }))
 	add("compare-swap: type 0", with(cas, func(h *header) { h.typ = 0 }))

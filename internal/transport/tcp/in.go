@@ -158,16 +158,14 @@ func (in *inConn) handle(h *header) error {
 			return err
 		}
 		var b []byte
+		var err error
 		if n <= in.br.Size() {
-			var err error
-			if b, err = in.br.Peek(n); err != nil {
-				return err
-			}
+			b, err = in.br.Peek(n)
 		} else {
-			b = make([]byte, n)
-			if err := readFull(in.br, b, in.p); err != nil {
-				return err
-			}
+			b, err = in.readGrowing(n)
+		}
+		if err != nil {
+			return err
 		}
 		if f := ep.AM(transport.AMID(h.aux)); f != nil {
 			k := int(h.off)
@@ -306,6 +304,35 @@ func (in *inConn) atomic(h *header) error {
 	}
 	in.notify(h)
 	return nil
+}
+
+// amStep is the first allocation for the payload of a large active
+// message.
+const amStep = 1 << 20
+
+// readGrowing reads a payload of n bytes into memory it allocates as the
+// bytes arrive, doubling from amStep: a header cannot make the endpoint
+// allocate more than amStep or twice what the peer actually sent
+// (active messages may be as large as maxPayload).
+func (in *inConn) readGrowing(n int) ([]byte, error) {
+	b := make([]byte, 0, min(n, amStep))
+	for len(b) < n {
+		if len(b) == cap(b) {
+			b = append(make([]byte, 0, min(n, 2*cap(b))), b...)
+		}
+		k, err := in.br.Read(b[len(b):cap(b)])
+		if k > 0 {
+			b = b[:len(b)+k]
+			in.p.heard()
+		}
+		if err != nil && len(b) < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // buffer returns the scratch buffer with at least n bytes.

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -442,5 +444,96 @@ func TestMaliciousFrames(t *testing.T) {
 			controlPut(t, eps[0], w)
 			w.noFailure(t)
 		})
+	}
+}
+
+// TestForgedLength checks that a frame whose header claims a payload of
+// up to the frame limit cannot make the target allocate that much before
+// the bytes arrive: an authenticated peer sends the header of a 1 GiB
+// active message, or of a 1 GiB accumulate, a few bytes, and then ends
+// its side of the connection. The target must allocate little, run no
+// handler, write nothing, and report the peer failed.
+func TestForgedLength(t *testing.T) {
+	const size = 4096
+	cases := []struct {
+		name     string
+		frame    func(key uint64) []byte
+		frameErr bool // refused on its header alone
+	}{
+		{"active message", func(uint64) []byte {
+			return frame(header{kind: KindAM, aux: 1, off: 8, length: maxPayload}, bytes.Repeat([]byte{0xEE}, 100))
+		}, false},
+		{"accumulate", func(key uint64) []byte {
+			return frame(header{kind: KindAccumulate, op: mem.Replace, typ: mem.Uint64, key: key, length: maxPayload},
+				bytes.Repeat([]byte{0xEE}, 100))
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			secret := NewSecret()
+			eps := newGroup(t, Config{Size: 3, Secret: secret})
+			w := watch(t, eps[1], size)
+			var ran atomic.Int32
+			eps[1].SetAMHandler(1, func(int, []byte, []byte) { ran.Add(1) })
+			c := dial(t, eps[1])
+			if err := clientHandshake(c, secret, 2, 1, 3, time.Now().Add(waitLimit)); err != nil {
+				t.Fatalf("handshake as rank 2: %v", err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			if _, err := c.Write(tc.frame(uint64(w.key))); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			f := w.nextFailure(t)
+			runtime.ReadMemStats(&after)
+			if f.rank != 2 || !errors.Is(f.err, transport.ErrPeer) {
+				t.Errorf("failure handler: rank %d, %v; want rank 2 and an error matching ErrPeer", f.rank, f.err)
+			}
+			var fe *FrameError
+			if tc.frameErr && !errors.As(f.err, &fe) {
+				t.Errorf("failure %v does not carry a FrameError", f.err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+				t.Errorf("the target allocated %d MiB for a frame that carried 100 bytes", got>>20)
+			}
+			if n := ran.Load(); n != 0 {
+				t.Errorf("the AM handler ran %d times", n)
+			}
+			checkClosed(t, c)
+			w.checkUnchanged(t)
+			controlPut(t, eps[0], w)
+			w.noFailure(t)
+		})
+	}
+}
+
+// TestLargeAM checks that an active message larger than the first
+// allocation of its payload (amStep) arrives intact, the memory grown as
+// its bytes came.
+func TestLargeAM(t *testing.T) {
+	eps := newGroup(t, Config{Size: 2})
+	hdr := []byte("large-am")
+	payload := make([]byte, 3*amStep+12345)
+	for i := range payload {
+		payload[i] = byte(i*31 + i>>12)
+	}
+	got := make(chan bool, 1)
+	eps[1].SetAMHandler(3, func(src int, h, p []byte) {
+		got <- src == 0 && bytes.Equal(h, hdr) && bytes.Equal(p, payload)
+	})
+	if err := eps[0].SendAM(1, 3, hdr, payload); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ok := <-got:
+		if !ok {
+			t.Error("the active message arrived damaged")
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the active message did not arrive")
 	}
 }

@@ -203,7 +203,10 @@ var caps = transport.Caps{Name: "tcp", NetPoll: true}
 
 // Caps reports the transport's capabilities: operations complete
 // asynchronously, memory is not reached directly, and active messages
-// have no size limit.
+// have no size limit (MaxAM 0: the engine sends messages of any size
+// eagerly) but the frame's, 1 GiB. The target allocates the payload of a
+// large one as its bytes arrive, so that a header alone cannot make it
+// allocate that much.
 func (e *Endpoint) Caps() transport.Caps { return caps }
 
 // Addr returns the address the endpoint listens on.
