@@ -41,16 +41,18 @@
 // with HMAC-SHA256 over fresh nonces, that they hold the job secret
 // (Config.Secret; the launcher makes one per job and hands it to the
 // ranks in their environment). A peer without it is refused before it
-// can send a frame. Every frame is then checked before anything is
-// written: its kind, the fields that kind uses, and then, with the
-// region it names, its displacement, length and alignment. A malformed
-// frame, or one that reaches outside its window, closes the connection
-// and fails that peer; a frame for a region that was just withdrawn is
-// refused and reported to the origin at its next flush. A header alone
-// cannot make the target allocate much: an accumulate's operand (which
-// the target holds in memory of its own) is refused beyond 4 MiB, and
-// the payload of a large active message is allocated as its bytes
-// arrive.
+// can send a frame. A handshake must end within 10 seconds; at most 64
+// incoming connections may be in theirs at once (more are closed at
+// once), and Close closes them without waiting. Every frame is then
+// checked before anything is written: its kind, the fields that kind
+// uses, and then, with the region it names, its displacement, length
+// and alignment. A malformed frame, or one that reaches outside its
+// window, closes the connection and fails that peer; a frame for a
+// region that was just withdrawn is refused and reported to the origin
+// at its next flush. A header alone cannot make the target allocate
+// much: an accumulate's operand (which the target holds in memory of
+// its own) is refused beyond 4 MiB, and the payload of a large active
+// message is allocated as its bytes arrive.
 //
 // # Failure
 //

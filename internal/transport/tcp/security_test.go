@@ -537,3 +537,67 @@ func TestLargeAM(t *testing.T) {
 		t.Fatal("the active message did not arrive")
 	}
 }
+
+// pendingHandshakes returns the number of incoming connections e holds in
+// their handshake.
+func pendingHandshakes(e *Endpoint) int {
+	e.hsMu.Lock()
+	defer e.hsMu.Unlock()
+	return len(e.handshaking)
+}
+
+// waitHandshakes waits until e holds n connections in their handshake.
+func waitHandshakes(t *testing.T, e *Endpoint, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for pendingHandshakes(e) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("rank %d holds %d connections in their handshake, want %d", e.Rank(), pendingHandshakes(e), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPendingHandshakes checks what clients that connect and never
+// complete the handshake can do: they cannot hold Close (which closes
+// their connections at once instead of waiting for the handshake
+// timeout), and beyond maxHandshakes at once their connections are
+// closed at once; once they leave, ranks connect again.
+func TestPendingHandshakes(t *testing.T) {
+	const prompt = 2 * time.Second // handshakeTimeout is 10 s
+	t.Run("close", func(t *testing.T) {
+		eps := newGroup(t, Config{Size: 2})
+		for range 8 {
+			dial(t, eps[1])
+		}
+		waitHandshakes(t, eps[1], 8)
+		start := time.Now()
+		if err := eps[1].Close(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > prompt {
+			t.Errorf("Close took %v with silent clients connected", took)
+		}
+	})
+	t.Run("limit", func(t *testing.T) {
+		eps := newGroup(t, Config{Size: 2})
+		w := watch(t, eps[1], 64)
+		silent := make([]net.Conn, maxHandshakes)
+		for i := range silent {
+			silent[i] = dial(t, eps[1])
+		}
+		waitHandshakes(t, eps[1], maxHandshakes)
+		extra := dial(t, eps[1])
+		start := time.Now()
+		checkClosed(t, extra)
+		if took := time.Since(start); took > prompt {
+			t.Errorf("a connection beyond the limit was closed after %v", took)
+		}
+		for _, c := range silent {
+			c.Close()
+		}
+		waitHandshakes(t, eps[1], 0)
+		controlPut(t, eps[0], w)
+		w.noFailure(t)
+	})
+}

@@ -85,6 +85,51 @@ type Endpoint struct {
 
 	gmu      sync.Mutex // orders track against stop's wait
 	stopping bool       // stop has begun: track starts nothing
+
+	hsMu        sync.Mutex
+	handshaking map[net.Conn]bool // incoming connections in their handshake
+	hsClosed    bool              // stop closed them: close any later one at once
+}
+
+// maxHandshakes bounds the incoming connections in their handshake at
+// once: beyond it, a new connection is closed at once. A rank completes
+// its handshake within a round trip or two; only clients that connect
+// and say nothing pile up.
+const maxHandshakes = 64
+
+// startHandshake records c as in its handshake, unless the endpoint
+// stopped or holds maxHandshakes such connections already (false: the
+// caller closes c).
+func (e *Endpoint) startHandshake(c net.Conn) bool {
+	e.hsMu.Lock()
+	defer e.hsMu.Unlock()
+	if e.hsClosed || len(e.handshaking) >= maxHandshakes {
+		return false
+	}
+	if e.handshaking == nil {
+		e.handshaking = make(map[net.Conn]bool)
+	}
+	e.handshaking[c] = true
+	return true
+}
+
+// endHandshake records that c's handshake is over.
+func (e *Endpoint) endHandshake(c net.Conn) {
+	e.hsMu.Lock()
+	delete(e.handshaking, c)
+	e.hsMu.Unlock()
+}
+
+// closeHandshakes closes the connections in their handshake, and any
+// that would start one later: stop does not wait for their handshake
+// timeout.
+func (e *Endpoint) closeHandshakes() {
+	e.hsMu.Lock()
+	defer e.hsMu.Unlock()
+	e.hsClosed = true
+	for c := range e.handshaking {
+		c.Close()
+	}
 }
 
 // track runs f on a goroutine that stop waits for, unless stop has begun
@@ -460,6 +505,7 @@ func (e *Endpoint) stop() {
 	e.gmu.Lock()
 	e.stopping = true
 	e.gmu.Unlock()
+	e.closeHandshakes()
 	for _, p := range e.peers {
 		if p != nil {
 			p.shut(transport.ErrClosed)
@@ -483,8 +529,8 @@ func (e *Endpoint) stop() {
 	e.wg.Wait()
 }
 
-// accept runs the handshake of every incoming connection and starts its
-// reader.
+// accept runs the handshake of every incoming connection, at most
+// maxHandshakes at once, and starts its reader.
 func (e *Endpoint) accept() {
 	defer e.wg.Done()
 	for {
@@ -500,6 +546,10 @@ func (e *Endpoint) accept() {
 				continue
 			}
 			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors: try again
+			continue
+		}
+		if !e.startHandshake(c) {
+			c.Close()
 			continue
 		}
 		e.wg.Add(1)
@@ -518,6 +568,7 @@ func (e *Endpoint) serveConn(c net.Conn) {
 		in, err = e.peers[origin].attach(c)
 		return err
 	})
+	e.endHandshake(c)
 	if err != nil {
 		c.Close()
 		if in != nil {
