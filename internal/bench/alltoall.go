@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 
@@ -285,25 +284,21 @@ func a2aFlags(a *allToAll, n int) error {
 	}
 	for i := 1; i < a.np; i++ {
 		src := (a.me + a.np - i) % a.np
-		for {
+		err := poll(a.ctx, func() (bool, error) {
 			var v int64
 			if err := a.w.FetchAndOp(0, &v, a.me, a.flag(p, src), narma.NoOp); err != nil {
-				return err
+				return false, err
 			}
 			if err := a.w.Flush(a.ctx, a.me); err != nil {
-				return err
-			}
-			if v == a.round {
-				break
+				return false, err
 			}
 			if v > a.round {
-				return fmt.Errorf("flag of rank %d holds %d while waiting for round %d", src, v, a.round)
+				return false, fmt.Errorf("flag of rank %d holds %d while waiting for round %d", src, v, a.round)
 			}
-			// Polling calls do not block, so they do not see the job's end.
-			if err := a.ctx.Err(); err != nil {
-				return err
-			}
-			runtime.Gosched()
+			return v == a.round, nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"time"
 
@@ -522,30 +521,29 @@ func cholOneSidedSend(ch *cholesky, msg []int64, id, dst int) error {
 
 func cholOneSidedRecv(ch *cholesky) (int, []int64, error) {
 	entry := ch.queue + int(ch.read%int64(ch.npanel))
-	for {
-		var v int64
+	var v int64
+	err := poll(ch.ctx, func() (bool, error) {
 		if err := ch.w.FetchAndOp(0, &v, ch.me, entry, narma.NoOp); err != nil {
-			return 0, nil, err
+			return false, err
 		}
 		if err := ch.w.Flush(ch.ctx, ch.me); err != nil {
-			return 0, nil, err
+			return false, err
 		}
-		if f := v >> 32; f == ch.fact {
-			ch.read++
-			id := int(v&(1<<32-1)) - 1
-			if id < 0 || id >= ch.npanel {
-				return id, nil, nil
-			}
-			return id, ch.w.Local()[ch.slot(id):][:ch.m], nil
-		} else if f > ch.fact {
-			return 0, nil, fmt.Errorf("queue entry holds %#x in factorization %d", v, ch.fact)
+		f := v >> 32
+		if f > ch.fact {
+			return false, fmt.Errorf("queue entry holds %#x in factorization %d", v, ch.fact)
 		}
-		// Polling calls do not block, so they do not see the job's end.
-		if err := ch.ctx.Err(); err != nil {
-			return 0, nil, err
-		}
-		runtime.Gosched()
+		return f == ch.fact, nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
+	ch.read++
+	id := int(v&(1<<32-1)) - 1
+	if id < 0 || id >= ch.npanel {
+		return id, nil, nil
+	}
+	return id, ch.w.Local()[ch.slot(id):][:ch.m], nil
 }
 
 // put-notify: the tag is the tile id; one persistent request takes the

@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 
@@ -371,20 +370,14 @@ func (l *loggp) targetOverhead(it int) (time.Duration, error) {
 			if err := l.orReq.Start(); err != nil {
 				return 0, err
 			}
-			for {
+			// If not yet queued after all, wait for it (the time then
+			// includes the wait).
+			err := poll(p.ctx, func() (bool, error) {
 				_, done, err := l.orReq.Test()
-				if err != nil {
-					return 0, err
-				}
-				if done {
-					break
-				}
-				// Not yet queued after all: wait for it (the time then
-				// includes the wait).
-				if err := p.ctx.Err(); err != nil {
-					return 0, err
-				}
-				runtime.Gosched()
+				return done, err
+			})
+			if err != nil {
+				return 0, err
 			}
 		}
 		d := time.Since(start)

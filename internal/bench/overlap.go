@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"time"
 
@@ -398,25 +397,24 @@ func ovFlagFinish(o *overlap, n int, k int64) error {
 		return err
 	}
 	want := ovStamp(k, o.peer)
-	for {
+	err := poll(o.ctx, func() (bool, error) {
 		var v int64
 		if err := o.w.FetchAndOp(0, &v, o.me, o.flag, narma.NoOp); err != nil {
-			return err
+			return false, err
 		}
 		if err := o.w.Flush(o.ctx, o.me); err != nil {
-			return err
+			return false, err
 		}
 		if v == want || v == ovStamp(k+1, o.peer) {
-			break
+			return true, nil
 		}
 		if v > want {
-			return fmt.Errorf("flag %d while waiting for message %d", v, k)
+			return false, fmt.Errorf("flag %d while waiting for message %d", v, k)
 		}
-		// Polling calls do not block, so they do not see the job's end.
-		if err := o.ctx.Err(); err != nil {
-			return err
-		}
-		runtime.Gosched()
+		return false, nil
+	})
+	if err != nil {
+		return err
 	}
 	return o.checkSlot(n, k)
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -327,25 +326,21 @@ func flagSend(p *pingPong, n int, stamp int64) error {
 }
 
 func flagRecv(p *pingPong, n int, stamp int64) error {
-	for {
+	err := poll(p.ctx, func() (bool, error) {
 		var v int64
 		if err := p.w.FetchAndOp(0, &v, p.me, p.flag, narma.NoOp); err != nil {
-			return err
+			return false, err
 		}
 		if err := p.w.Flush(p.ctx, p.me); err != nil {
-			return err
-		}
-		if v == stamp {
-			break
+			return false, err
 		}
 		if v > stamp {
-			return fmt.Errorf("flag %d while waiting for message %d", v, stamp)
+			return false, fmt.Errorf("flag %d while waiting for message %d", v, stamp)
 		}
-		// Polling calls do not block, so they do not see the job's end.
-		if err := p.ctx.Err(); err != nil {
-			return err
-		}
-		runtime.Gosched()
+		return v == stamp, nil
+	})
+	if err != nil {
+		return err
 	}
 	return p.check(p.w.Local()[:n], stamp)
 }
@@ -476,13 +471,13 @@ func unsyncSend(p *pingPong, n int, stamp int64) error {
 
 func unsyncRecv(p *pingPong, n int, stamp int64) error {
 	msg := p.w.Local()[:n]
-	for spins := 1; atomic.LoadInt64(&msg[0]) != stamp || atomic.LoadInt64(&msg[n-1]) != stamp; spins++ {
-		if spins%64 == 0 {
-			if err := p.ctx.Err(); err != nil {
-				return err
+	// A look is up to 64 spins, the pauses of poll come between them.
+	return poll(p.ctx, func() (bool, error) {
+		for range 64 {
+			if atomic.LoadInt64(&msg[0]) == stamp && atomic.LoadInt64(&msg[n-1]) == stamp {
+				return true, nil
 			}
-			runtime.Gosched()
 		}
-	}
-	return nil
+		return false, nil
+	})
 }
