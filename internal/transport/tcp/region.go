@@ -78,6 +78,11 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 		if h.o, err = p.conn(); err != nil {
 			return nil, err
 		}
+		lk, lerr := e.startLookup(target, key)
+		if lerr != nil {
+			return nil, lerr
+		}
+		defer e.endLookup(lk)
 		w := newWaiter()
 		if err := h.o.send(&header{kind: KindLookup, key: uint64(key), off: uint64(size)}, nil, &call{w: w}); err != nil {
 			return nil, err
@@ -99,11 +104,64 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	if e.handles == nil {
 		return nil, transport.ErrClosed
 	}
+	if l := e.lookups[hk.lookup()]; l != nil && l.withdrawn {
+		return nil, fmt.Errorf("tcp: key %d at rank %d was withdrawn: %w", key, target, transport.ErrNoRegion)
+	}
 	e.handles[hk] = h
 	return h, nil
 }
 
-// withdrawHandles stops this endpoint's handles on region key of target.
+// lookupKey identifies the lookups of a region.
+type lookupKey struct {
+	target int
+	key    transport.Key
+}
+
+func (hk handleKey) lookup() lookupKey { return lookupKey{hk.target, hk.key} }
+
+// lookups counts the Region calls waiting for a peer's answer about a
+// region. The peer withdraws a region from the ranks it answered (see
+// Unexpose) on the other connection, so the withdrawal may arrive before
+// the answer, when there is no handle yet to stop: it marks the lookups
+// instead, and they fail.
+type lookups struct {
+	n         int  // Region calls waiting
+	withdrawn bool // the region was withdrawn while they waited
+}
+
+// startLookup records a lookup of region key of target.
+func (e *Endpoint) startLookup(target int, key transport.Key) (lookupKey, error) {
+	lk := lookupKey{target, key}
+	e.hmu.Lock()
+	defer e.hmu.Unlock()
+	if e.handles == nil {
+		return lk, transport.ErrClosed
+	}
+	if e.lookups == nil {
+		e.lookups = make(map[lookupKey]*lookups)
+	}
+	l := e.lookups[lk]
+	if l == nil {
+		l = &lookups{}
+		e.lookups[lk] = l
+	}
+	l.n++
+	return lk, nil
+}
+
+// endLookup records that a lookup of lk is over.
+func (e *Endpoint) endLookup(lk lookupKey) {
+	e.hmu.Lock()
+	defer e.hmu.Unlock()
+	if l := e.lookups[lk]; l != nil {
+		if l.n--; l.n == 0 {
+			delete(e.lookups, lk)
+		}
+	}
+}
+
+// withdrawHandles stops this endpoint's handles on region key of target,
+// and fails the lookups of it in progress.
 func (e *Endpoint) withdrawHandles(target int, key transport.Key) {
 	e.hmu.Lock()
 	defer e.hmu.Unlock()
@@ -112,6 +170,9 @@ func (e *Endpoint) withdrawHandles(target int, key transport.Key) {
 			h.stop(hNoRegion)
 			delete(e.handles, hk)
 		}
+	}
+	if l := e.lookups[lookupKey{target, key}]; l != nil {
+		l.withdrawn = true
 	}
 }
 

@@ -79,6 +79,7 @@ type Endpoint struct {
 
 	hmu     sync.Mutex
 	handles map[handleKey]*region
+	lookups map[lookupKey]*lookups // Region calls waiting for an answer
 
 	stats counters
 	wg    sync.WaitGroup // the accept loop, the heartbeat, the connections' readers
@@ -314,7 +315,9 @@ func (e *Endpoint) acquire(key transport.Key) *exposed {
 // Unexpose returns, every rank that holds a handle on the region has been
 // told, so its later operations through the handle fail at once with
 // transport.ErrNoRegion (a rank that does not answer within the peer
-// timeout is not waited for further).
+// timeout is not waited for further). A rank whose lookup of the region
+// was answered but whose Region call had not returned yet is told too:
+// that call fails with transport.ErrNoRegion.
 func (e *Endpoint) Unexpose(key transport.Key) error {
 	e.rmu.Lock()
 	if !e.open() {

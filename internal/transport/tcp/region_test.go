@@ -1,0 +1,109 @@
+package tcp
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// gatedConn holds every write until its gate opens.
+type gatedConn struct {
+	net.Conn
+	gate chan struct{}
+}
+
+func (c *gatedConn) Write(b []byte) (int, error) {
+	<-c.gate
+	return c.Conn.Write(b)
+}
+
+// waitUser waits until rank holds a handle on region key of e, as far as
+// e knows: it answered the rank's lookup.
+func waitUser(t *testing.T, e *Endpoint, key transport.Key, rank int) {
+	t.Helper()
+	e.rmu.RLock()
+	x := e.regions[key]
+	e.rmu.RUnlock()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		x.mu.Lock()
+		ok := x.users[rank]
+		x.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank %d did not look region %d of rank %d up", rank, key, e.Rank())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestLookupRacingUnexpose has rank 1 answer rank 0's lookup of a region,
+// and withdraw the region (Unexpose, which tells rank 0) before the answer
+// reaches rank 0: the withdrawal arrives on the other connection, before
+// rank 0 has a handle to stop. Rank 0 must not end up with a live handle
+// on the withdrawn region: Region fails with ErrNoRegion (or its handle
+// refuses every operation at once), a later Region fails too, and nothing
+// is written.
+func TestLookupRacingUnexpose(t *testing.T) {
+	gate := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	eps := newGroup(t, Config{Size: 2, PeerTimeout: 20 * time.Second,
+		wrapConn: func(self, peer int, out bool, c net.Conn) net.Conn {
+			if self == 1 && !out { // rank 1's answers to rank 0's requests
+				return &gatedConn{Conn: c, gate: gate}
+			}
+			return c
+		}})
+	t.Cleanup(release) // before the endpoints close
+	w := watch(t, eps[1], 64)
+	type result struct {
+		r   transport.Region
+		err error
+	}
+	looked := make(chan result, 1)
+	go func() {
+		r, err := eps[0].Region(1, w.key, 64)
+		looked <- result{r, err}
+	}()
+	waitUser(t, eps[1], w.key, 0) // its answer waits at the gate
+	if err := eps[1].Unexpose(w.key); err != nil {
+		t.Fatalf("Unexpose: %v", err)
+	}
+	release()
+	var res result
+	select {
+	case res = <-looked:
+	case <-time.After(waitLimit):
+		t.Fatal("Region did not return")
+	}
+	late := transport.Notice{Kind: transport.NoticeTag, Tag: 5}
+	switch {
+	case res.err == nil:
+		if err := res.r.Put(0, []byte("late put"), late, nil); !errors.Is(err, transport.ErrNoRegion) {
+			t.Errorf("Region returned a live handle on the withdrawn region: a put through it returned %v, want ErrNoRegion at once", err)
+		}
+	case !errors.Is(res.err, transport.ErrNoRegion):
+		t.Errorf("Region: %v, want ErrNoRegion", res.err)
+	}
+	if r, err := eps[0].Region(1, w.key, 64); !errors.Is(err, transport.ErrNoRegion) {
+		t.Errorf("Region after the withdrawal: %v, want ErrNoRegion", err)
+		if err == nil {
+			r.Put(0, []byte("late put"), late, nil)
+		}
+	}
+	ctx, cancel := testContext()
+	defer cancel()
+	eps[0].Flush(ctx, 1) // the target has seen every put before it answers
+	w.checkUnchanged(t)
+	if n := w.noticeCount(); n != 0 {
+		t.Errorf("%d notices delivered for a withdrawn region", n)
+	}
+	w.noFailure(t)
+}
