@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -33,6 +35,9 @@ type inConn struct {
 	// delivered: a notice was delivered since the reader last waited
 	// for the network.
 	delivered bool
+	// kicked: Unexpose interrupted the reader's stream into its region
+	// (guarded by that region's smu).
+	kicked bool
 
 	byeAck chan error // receives the peer's answer to our goodbye
 }
@@ -116,6 +121,17 @@ func (in *inConn) handle(h *header) error {
 		if err := in.awaitPayload(n); err != nil {
 			return err
 		}
+		streamed := n > in.br.Size()
+		var small []byte
+		if !streamed {
+			// Take a payload that fits the read buffer whole before
+			// the region: nothing waits for the network under the
+			// region's lock, and a frame cut short writes nothing.
+			var err error
+			if small, err = in.br.Peek(n); err != nil {
+				return err
+			}
+		}
 		x := ep.acquire(transport.Key(h.key))
 		if x == nil {
 			in.refuse(StatusNoRegion)
@@ -125,9 +141,14 @@ func (in *inConn) handle(h *header) error {
 			x.mu.RUnlock()
 			return outside(h, n, len(x.mem))
 		}
-		err := readFull(in.br, x.mem[h.off:h.off+uint64(n)], in.p)
-		x.mu.RUnlock()
-		if err != nil {
+		dst := x.mem[h.off : h.off+uint64(n)]
+		if !streamed {
+			copy(dst, small)
+			x.mu.RUnlock()
+			if err := in.discard(n); err != nil {
+				return err
+			}
+		} else if ok, err := in.stream(x, dst); !ok {
 			return err
 		}
 		in.notify(h)
@@ -192,16 +213,9 @@ func (in *inConn) handle(h *header) error {
 			x.mu.RUnlock()
 		default:
 			x.mu.RUnlock()
-			x.mu.Lock()
-			if x.dead { // withdrawn in between
+			if !x.addUser(in.p.rank) { // withdrawn in between
 				st = StatusNoRegion
-			} else {
-				if x.users == nil {
-					x.users = make(map[int]bool)
-				}
-				x.users[in.p.rank] = true
 			}
-			x.mu.Unlock()
 		}
 		return in.reply(h.id, st, nil)
 
@@ -304,6 +318,88 @@ func (in *inConn) atomic(h *header) error {
 	}
 	in.notify(h)
 	return nil
+}
+
+// stream reads the payload of a put, larger than the read buffer,
+// straight into dst, the memory of region x, whose lock the caller holds
+// for reading; it releases it. The reader waits for the network with the
+// lock held, so Unexpose, which takes it for writing, interrupts the
+// wait (withdraw): the rest of the payload is then read and dropped,
+// and the put refused (reported to the origin at its next flush). It
+// reports whether the whole payload was written; a nil error without
+// that means the put was refused.
+func (in *inConn) stream(x *exposed, dst []byte) (bool, error) {
+	x.smu.Lock()
+	if x.withdrawing {
+		x.smu.Unlock()
+		x.mu.RUnlock()
+		in.refuse(StatusNoRegion)
+		return false, in.discard(len(dst))
+	}
+	x.streams = append(x.streams, in)
+	x.smu.Unlock()
+
+	n, err := readStream(in.br, dst, in.p)
+
+	x.smu.Lock()
+	for i, s := range x.streams {
+		if s == in {
+			x.streams = append(x.streams[:i], x.streams[i+1:]...)
+			break
+		}
+	}
+	kicked := in.kicked
+	in.kicked = false
+	x.smu.Unlock()
+	x.mu.RUnlock()
+	if !kicked {
+		return err == nil, err
+	}
+	if derr := in.c.SetReadDeadline(time.Time{}); derr != nil {
+		return false, derr
+	}
+	switch {
+	case err == nil:
+		// All of it arrived before the kick took effect: the put is
+		// complete, before Unexpose took the region.
+		return true, nil
+	case !errors.Is(err, os.ErrDeadlineExceeded):
+		return false, err
+	}
+	in.refuse(StatusNoRegion)
+	return false, in.discard(len(dst) - n)
+}
+
+// withdraw begins Unexpose's withdrawal of x and returns the ranks that
+// looked it up: later lookups fail, and the readers streaming a put into
+// x are interrupted (their reads, which hold x's lock, return at once;
+// later ones stop before they start).
+func (x *exposed) withdraw() map[int]bool {
+	x.smu.Lock()
+	defer x.smu.Unlock()
+	x.withdrawing = true
+	for _, in := range x.streams {
+		in.kicked = true
+		in.c.SetReadDeadline(time.Unix(1, 0)) // long past
+	}
+	users := x.users
+	x.users = nil
+	return users
+}
+
+// addUser records that rank looked x up, unless x is being withdrawn
+// (false).
+func (x *exposed) addUser(rank int) bool {
+	x.smu.Lock()
+	defer x.smu.Unlock()
+	if x.withdrawing {
+		return false
+	}
+	if x.users == nil {
+		x.users = make(map[int]bool)
+	}
+	x.users[rank] = true
+	return true
 }
 
 // amStep is the first allocation for the payload of a large active

@@ -386,18 +386,26 @@ func readFull(br *bufio.Reader, dst []byte, p *peer) error {
 		_, err = br.Discard(len(dst))
 		return err
 	}
-	for len(dst) > 0 {
-		n, err := br.Read(dst)
+	_, err := readStream(br, dst, p)
+	return err
+}
+
+// readStream reads len(dst) bytes of br straight into dst, every read a
+// sign of life of p, and returns the number of bytes read.
+func readStream(br *bufio.Reader, dst []byte, p *peer) (int, error) {
+	done := 0
+	for done < len(dst) {
+		n, err := br.Read(dst[done:])
 		if n > 0 {
-			dst = dst[n:]
+			done += n
 			p.heard()
 		}
-		if err != nil && len(dst) > 0 {
+		if err != nil && done < len(dst) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return err
+			return done, err
 		}
 	}
-	return nil
+	return done, nil
 }

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"sync"
@@ -30,9 +31,9 @@ func waitUser(t *testing.T, e *Endpoint, key transport.Key, rank int) {
 	e.rmu.RUnlock()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		x.mu.Lock()
+		x.smu.Lock()
 		ok := x.users[rank]
-		x.mu.Unlock()
+		x.smu.Unlock()
 		if ok {
 			return
 		}
@@ -104,6 +105,106 @@ func TestLookupRacingUnexpose(t *testing.T) {
 	w.checkUnchanged(t)
 	if n := w.noticeCount(); n != 0 {
 		t.Errorf("%d notices delivered for a withdrawn region", n)
+	}
+	w.noFailure(t)
+}
+
+// holding waits until something holds the lock of region key of e: a
+// reader streaming a put into it.
+func holding(t *testing.T, e *Endpoint, key transport.Key) {
+	t.Helper()
+	e.rmu.RLock()
+	x := e.regions[key]
+	e.rmu.RUnlock()
+	deadline := time.Now().Add(waitLimit)
+	for x.mu.TryLock() {
+		x.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing holds region %d of rank %d", key, e.Rank())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestUnexposeStalledPut checks that Unexpose does not wait on the
+// network for a put streaming into the region: a peer sends the header
+// of a large put and part of its payload, and stalls. Unexpose must
+// return well within the peer timeout; the rest of the payload, when it
+// comes, is dropped, the put refused (the flush after it says so), and
+// no notice delivered.
+func TestUnexposeStalledPut(t *testing.T) {
+	const (
+		size = 1 << 20 // streamed: larger than the read buffer
+		sent = 100 << 10
+	)
+	secret := NewSecret()
+	eps := newGroup(t, Config{Size: 3, Secret: secret, PeerTimeout: 20 * time.Second})
+	w := watch(t, eps[1], size)
+	c := dial(t, eps[1])
+	if err := clientHandshake(c, secret, 2, 1, 3, time.Now().Add(waitLimit)); err != nil {
+		t.Fatalf("handshake as rank 2: %v", err)
+	}
+	payload := bytes.Repeat([]byte{0xEE}, size)
+	put := frame(header{kind: KindPut, key: uint64(w.key), length: size,
+		notice: uint8(transport.NoticeTag), tag: 3}, payload[:sent])
+	if _, err := c.Write(put); err != nil {
+		t.Fatal(err)
+	}
+	holding(t, eps[1], w.key)
+
+	// Another rank's lookup of the region does not wait for the put.
+	looked := make(chan error, 1)
+	var r transport.Region
+	go func() {
+		var err error
+		r, err = eps[0].Region(1, w.key, size)
+		looked <- err
+	}()
+	select {
+	case err := <-looked:
+		if err != nil {
+			t.Fatalf("Region: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("a lookup waited more than 2 s for a stalled put to the region")
+		c.Close()
+		<-looked
+		return
+	}
+
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- eps[1].Unexpose(w.key) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Unexpose: %v", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("Unexpose took %v", took)
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("Unexpose waited more than 2 s for a stalled put")
+		c.Close() // the reader leaves the region once its connection ends
+		<-done
+		return
+	}
+
+	rest := append(payload[sent:], frame(header{kind: KindFlush, id: 1}, nil)...)
+	if _, err := c.Write(rest); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := readReply(t, c); h.kind != KindReply || h.id != 1 || Status(h.notice) != StatusNoRegion {
+		t.Errorf("flush after the put answered with %+v, want status %v", h, StatusNoRegion)
+	}
+	if !bytes.Equal(w.mem[sent:], w.want[sent:]) {
+		t.Error("the put wrote past what had arrived when the region was withdrawn")
+	}
+	if n := w.noticeCount(); n != 0 {
+		t.Errorf("%d notices delivered for the withdrawn put", n)
+	}
+	if err := r.Put(0, []byte("late"), transport.Notice{}, nil); !errors.Is(err, transport.ErrNoRegion) {
+		t.Errorf("Put through rank 0's handle after Unexpose: %v, want ErrNoRegion", err)
 	}
 	w.noFailure(t)
 }

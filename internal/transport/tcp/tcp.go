@@ -272,12 +272,19 @@ func (e *Endpoint) peer(target int) (*peer, error) {
 
 // exposed is a region this endpoint exposed. Operations that use its
 // memory hold mu for reading, so Unexpose (which takes it for writing)
-// returns only once none is running.
+// returns only once none is running. Only a put streaming its payload
+// into the memory waits for the network meanwhile: Unexpose interrupts
+// it (withdraw). Nothing else takes mu for writing while the region is
+// exposed.
 type exposed struct {
-	mu    sync.RWMutex
-	mem   []byte
-	dead  bool
-	users map[int]bool // ranks that looked the region up; guarded by mu
+	mu   sync.RWMutex
+	mem  []byte
+	dead bool
+
+	smu         sync.Mutex   // guards the fields below
+	users       map[int]bool // ranks that looked the region up
+	streams     []*inConn    // readers streaming a put into mem
+	withdrawing bool         // Unexpose began: no more users, streams stop
 }
 
 // Expose makes m accessible to the other ranks and returns its key. Keys
@@ -317,7 +324,13 @@ func (e *Endpoint) acquire(key transport.Key) *exposed {
 // transport.ErrNoRegion (a rank that does not answer within the peer
 // timeout is not waited for further). A rank whose lookup of the region
 // was answered but whose Region call had not returned yet is told too:
-// that call fails with transport.ErrNoRegion.
+// that call fails with transport.ErrNoRegion. Operations on the region
+// in progress finish first, except a put whose payload is still
+// arriving: Unexpose interrupts it, and the rest of its payload is
+// dropped and the put refused, so that a slow or stalled peer cannot
+// hold Unexpose. (A get's reply being written is waited for: one frame,
+// at most 4 MiB, or until the peer timeout fails an origin that stopped
+// reading.)
 func (e *Endpoint) Unexpose(key transport.Key) error {
 	e.rmu.Lock()
 	if !e.open() {
@@ -330,10 +343,9 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 	if x == nil {
 		return fmt.Errorf("tcp: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
 	}
+	users := x.withdraw()
 	x.mu.Lock()
 	x.dead = true
-	users := x.users
-	x.users = nil
 	x.mu.Unlock()
 	e.withdrawHandles(e.rank, key)
 	var waits []*waiter
