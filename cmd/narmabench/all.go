@@ -15,25 +15,20 @@ import (
 	"github.com/narma-rma/narma/internal/bootstrap"
 )
 
-// runAllCommand is `narmabench all`: it returns the exit status.
-func runAllCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// runAllCommand is `narmabench all`: it returns the exit status. The
+// usage and the usage errors go to ustderr (see run).
+func runAllCommand(ctx context.Context, args []string, stdout, stderr, ustderr io.Writer) int {
 	es := bench.Experiments()
-	o, err := parseFlags("all", es, args, stderr)
+	o, err := parseFlags("all", es, args, ustderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "narmabench all: %v\n", err)
+		fmt.Fprintf(ustderr, "narmabench all: %v\n", err)
 		return exitUsage
 	}
-	if err := runAll(ctx, es, o, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "narmabench all: %v\n", err)
-		if ue := (*usageError)(nil); errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitFail
-	}
-	return exitOK
+	err = runAll(ctx, es, o, stdout, stderr)
+	return exitStatus("narmabench all", err, stderr, ustderr)
 }
 
 // allJob runs the experiments of `all` one after the other, as goroutine
@@ -116,19 +111,19 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 		return err
 	}
 	j := &allJob{o: o, progress: newProgress(stderr)}
-	_, launched, err := bootstrap.FromEnv()
+	env, launched, err := bootstrap.FromEnv()
 	if err != nil {
 		return err
 	}
 	root := true
 	if launched {
+		// Checked before joining, as the flags are (see run).
+		if o.ranksSet && env.Size != o.ranks {
+			return &usageError{fmt.Sprintf("the launcher's job has %d ranks, -n says %d", env.Size, o.ranks)}
+		}
 		c, err := narma.Init(ctx)
 		if err != nil {
 			return err
-		}
-		if o.ranksSet && c.Size() != o.ranks {
-			c.Close()
-			return &usageError{fmt.Sprintf("the launcher's job has %d ranks, -n says %d", c.Size(), o.ranks)}
 		}
 		defer func() {
 			if cerr := c.Close(); err == nil {

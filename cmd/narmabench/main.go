@@ -70,7 +70,9 @@
 //
 // Every variant checks that each message arrived intact and fails the run
 // otherwise. The exit status is 0 on success, 1 if the run failed and 2
-// for bad usage.
+// for bad usage. Under narmarun every rank checks the command line, and
+// rank 0 alone prints the usage, the list of experiments or what is
+// wrong with the command line (the other ranks exit with status 2 too).
 package main
 
 import (

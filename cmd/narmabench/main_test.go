@@ -61,6 +61,49 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestLaunchedUsage: under narmarun, rank 0 says what is wrong with the
+// command line, also with the job's size (before joining it); another
+// rank exits with status 2 too but says nothing while it waits for
+// narmarun to stop it (here its context ends), and says it itself if
+// nothing comes. Only rank 0 prints the list.
+func TestLaunchedUsage(t *testing.T) {
+	launchedAs := func(rank int) {
+		t.Setenv("NARMA_BOOTSTRAP", "unix:"+filepath.Join(t.TempDir(), "sock"))
+		t.Setenv("NARMA_RANK", strconv.Itoa(rank))
+		t.Setenv("NARMA_SIZE", "3")
+		t.Setenv("NARMA_JOB", "job")
+		t.Setenv("NARMA_TRANSPORT", "tcp")
+	}
+	bad := []string{"pingpong", "--variants", "nosuch"}
+	const want = `no variant "nosuch"`
+	launchedAs(0)
+	if status, _, errs := narmabench(bad...); status != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("rank 0: status %d, stderr %q; want %d and %q", status, errs, exitUsage, want)
+	}
+	const wantSize = "the launcher's job has 3 ranks, pingpong needs 2"
+	if status, _, errs := narmabench("pingpong"); status != exitUsage || !strings.Contains(errs, wantSize) {
+		t.Errorf("rank 0 of a job too large: status %d, stderr %q; want %d and %q", status, errs, exitUsage, wantSize)
+	}
+
+	launchedAs(1)
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{bad, {"pingpong"}, {"all", "-n", "2"}, nil} {
+		var out, errb bytes.Buffer
+		if status := run(stopped, args, &out, &errb); status != exitUsage || out.Len()+errb.Len() > 0 {
+			t.Errorf("rank 1, stopped: narmabench %q: status %d, stdout %q, stderr %q; want %d and nothing", args, status, out.String(), errb.String(), exitUsage)
+		}
+	}
+	if status, out, errs := narmabench("list"); status != 0 || out+errs != "" {
+		t.Errorf("rank 1: list: status %d, %d bytes on stdout, stderr %q; want 0 and nothing", status, len(out), errs)
+	}
+	defer func(g time.Duration) { usageGrace = g }(usageGrace)
+	usageGrace = time.Millisecond
+	if status, _, errs := narmabench(bad...); status != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("rank 1, not stopped: status %d, stderr %q; want %d and %q", status, errs, exitUsage, want)
+	}
+}
+
 // TestRun: a short run prints the table and writes CSV and JSON files.
 func TestRun(t *testing.T) {
 	dir := t.TempDir()

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/narma-rma/narma"
@@ -31,42 +34,113 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 // run is the command: it returns the exit status.
+//
+// Under narmarun every rank runs the same command line, and rank 0 alone
+// prints the usage, the list and what is wrong with the command line
+// (the ranks find it before they join the job). The other ranks keep
+// what they would print, and on a usage error wait for narmarun to stop
+// them (see waitStopped) before they exit with status 2 too.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	rank := launchedRank()
+	if rank <= 0 {
+		return command(ctx, args, stdout, stderr, stdout, stderr)
+	}
+	var said bytes.Buffer
+	status := command(ctx, args, stdout, stderr, io.Discard, &said)
+	if status == exitUsage && !waitStopped(ctx, usageGrace) {
+		stderr.Write(said.Bytes())
+	}
+	return status
+}
+
+// command is run with the usage, the list and the usage errors written
+// to ustdout and ustderr.
+func command(ctx context.Context, args []string, stdout, stderr, ustdout, ustderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
+		usage(ustderr)
 		return exitUsage
 	}
 	switch args[0] {
 	case "list":
-		list(stdout)
+		list(ustdout)
 		return exitOK
 	case "help", "-h", "-help", "--help":
-		usage(stdout)
+		usage(ustdout)
 		return exitOK
 	case "all":
-		return runAllCommand(ctx, args[1:], stdout, stderr)
+		return runAllCommand(ctx, args[1:], stdout, stderr, ustderr)
 	}
 	e, ok := bench.Lookup(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "narmabench: no experiment %q (see narmabench list)\n", args[0])
+		fmt.Fprintf(ustderr, "narmabench: no experiment %q (see narmabench list)\n", args[0])
 		return exitUsage
 	}
-	o, err := parseFlags(e.Name, []bench.Experiment{e}, args[1:], stderr)
+	o, err := parseFlags(e.Name, []bench.Experiment{e}, args[1:], ustderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "narmabench %s: %v\n", e.Name, err)
+		fmt.Fprintf(ustderr, "narmabench %s: %v\n", e.Name, err)
 		return exitUsage
 	}
-	if err := runExperiment(ctx, e, o, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "narmabench %s: %v\n", e.Name, err)
-		if ue := (*usageError)(nil); errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitFail
+	err = runExperiment(ctx, e, o, stdout, stderr)
+	return exitStatus("narmabench "+e.Name, err, stderr, ustderr)
+}
+
+// exitStatus says what err is, if anything, on stderr (on ustderr for a
+// usage error) with prefix, and returns the exit status for it.
+func exitStatus(prefix string, err error, stderr, ustderr io.Writer) int {
+	if err == nil {
+		return exitOK
 	}
-	return exitOK
+	if ue := (*usageError)(nil); errors.As(err, &ue) {
+		fmt.Fprintf(ustderr, "%s: %v\n", prefix, err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
+	return exitFail
+}
+
+// launchedRank returns this process's rank in narmarun's job, read from
+// the environment as runJob and runAll read it before they join the
+// job, or -1 if narmarun did not start this process (or its variables
+// are amiss: runJob and runAll then say so).
+func launchedRank() int {
+	env, ok, err := bootstrap.FromEnv()
+	if !ok || err != nil {
+		return -1
+	}
+	return env.Rank
+}
+
+// usageGrace is how long a rank other than 0 waits, after a usage error,
+// for narmarun to stop it. Tests shorten it.
+var usageGrace = 10 * time.Second
+
+// waitStopped waits for narmarun to stop this process (SIGTERM), or for
+// ctx to end (SIGINT), for at most grace; it reports whether either came.
+//
+// A rank other than 0 that ends on a usage error leaves it to rank 0 to
+// say what is wrong. Were it to exit at once, narmarun would stop the
+// other ranks, rank 0 among them, possibly before rank 0 has said it; so
+// it waits for rank 0 to exit, with the same status, and narmarun to
+// stop the job. If that does not come within grace, rank 0 did not find
+// the command line wrong (one host sees a file that another does not,
+// say), and the rank says what is wrong itself.
+func waitStopped(ctx context.Context, grace time.Duration) bool {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-term:
+		return true
+	case <-ctx.Done():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func usage(w io.Writer) {
@@ -311,7 +385,7 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 // reports whether this process holds rank 0. Under the launcher this
 // process is one rank; otherwise the ranks are goroutines.
 func runJob(ctx context.Context, e bench.Experiment, o options) (rows []bench.Row, root bool, err error) {
-	_, launched, err := bootstrap.FromEnv()
+	env, launched, err := bootstrap.FromEnv()
 	if err != nil {
 		return nil, false, err
 	}
@@ -328,13 +402,13 @@ func runJob(ctx context.Context, e bench.Experiment, o options) (rows []bench.Ro
 		})
 		return rows, true, err
 	}
+	// Checked before joining, as the flags are (see run).
+	if e.Ranks > 0 && env.Size != e.Ranks || o.ranksSet && env.Size != o.ranks {
+		return nil, false, &usageError{fmt.Sprintf("the launcher's job has %d ranks, %s needs %d", env.Size, e.Name, max(e.Ranks, o.ranks))}
+	}
 	c, err := narma.Init(ctx)
 	if err != nil {
 		return nil, false, err
-	}
-	if e.Ranks > 0 && c.Size() != e.Ranks || o.ranksSet && c.Size() != o.ranks {
-		c.Close()
-		return nil, false, &usageError{fmt.Sprintf("the launcher's job has %d ranks, %s needs %d", c.Size(), e.Name, max(e.Ranks, o.ranks))}
 	}
 	// The job's context ends with the job; ctx's end (timeout, Ctrl-C)
 	// ends the run through the launcher, which stops every rank.
