@@ -187,29 +187,42 @@ func TestUnderNarmarun(t *testing.T) {
 		})
 	}
 
-	t.Run("failure", func(t *testing.T) {
-		const ranks = 2
-		r := launch(t, narmarun, "-n", strconv.Itoa(ranks), "--timeout", "120s",
-			narmabench, "pingpong", "--quick", "--sizes", "8", "--variants", "put-notify,nosuch", "--json", "-")
-		if r.status == 0 {
-			t.Fatalf("a run with an unknown variant succeeded:\n%s", r.stdout)
-		}
-		if r.status != exitUsage {
-			t.Errorf("status %d, want %d (the ranks' usage error)", r.status, exitUsage)
-		}
-		if len(r.stdout) > 0 {
-			t.Errorf("stdout of a failed run: %s", r.stdout)
-		}
-		const want = `no variant "nosuch"`
-		switch n := bytes.Count(r.stderr, []byte(want)); {
-		case n == 0:
-			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
-		case n > ranks:
-			t.Errorf("stderr says %q %d times, more than once per rank:\n%s", want, n, r.stderr)
-		case n > 1:
-			// Every rank parses its flags and says what is wrong
-			// with them before it joins the job.
-			t.Logf("the error is printed by %d ranks, not by rank 0 alone", n)
+	// Every rank finds the command line wrong and exits with status 2;
+	// rank 0 alone says why.
+	for _, c := range []struct {
+		name  string
+		ranks int
+		args  []string
+		want  string
+	}{
+		{name: "failure", ranks: 2, args: []string{"pingpong", "--quick", "--sizes", "8", "--variants", "put-notify,nosuch", "--json", "-"},
+			want: `no variant "nosuch"`},
+		{name: "flags", ranks: 3, args: []string{"alltoall", "--bogus"}, want: "Usage of narmabench alltoall:"},
+		{name: "ranks", ranks: 3, args: []string{"pingpong", "--quick", "--sizes", "8"}, want: "the launcher's job has 3 ranks, pingpong needs 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := launch(t, narmarun, append([]string{"-n", strconv.Itoa(c.ranks), "--timeout", "120s", narmabench}, c.args...)...)
+			if r.status == 0 {
+				t.Fatalf("a run with a bad command line succeeded:\n%s", r.stdout)
+			}
+			if r.status != exitUsage {
+				t.Errorf("status %d, want %d (the ranks' usage error); stderr:\n%s", r.status, exitUsage, r.stderr)
+			}
+			if len(r.stdout) > 0 {
+				t.Errorf("stdout of a failed run: %s", r.stdout)
+			}
+			if n := bytes.Count(r.stderr, []byte(c.want)); n != 1 {
+				t.Errorf("stderr says %q %d times, want once (rank 0):\n%s", c.want, n, r.stderr)
+			}
+		})
+	}
+
+	t.Run("list", func(t *testing.T) {
+		var want bytes.Buffer
+		list(&want)
+		r := launch(t, narmarun, "-n", "3", narmabench, "list")
+		if r.status != 0 || !bytes.Equal(r.stdout, want.Bytes()) || len(r.stderr) > 0 {
+			t.Errorf("status %d, stdout:\n%s\nstderr:\n%s\nwant status 0 and the list once", r.status, r.stdout, r.stderr)
 		}
 	})
 }
