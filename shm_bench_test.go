@@ -79,8 +79,14 @@ const benchCall = "bench-pingpong:"
 //     ping-pong done by hand: each rank copies the buffer it received
 //     into the other's buffer, then sets the flag, so the data does cross
 //     (the peer reads it to send it back);
-//   - put-notify, put-flag, send-recv: the variants of
-//     BenchmarkProducerConsumer, over narma.
+//   - put-notify: the notified put, its target's persistent request
+//     matching the tag; no flush, the partner's answer being the proof
+//     that the put arrived (the paper's producer-consumer);
+//   - put-flag, send-recv: those variants of BenchmarkProducerConsumer;
+//   - put-notify-flush (only if NARMA_BENCH_VARIANTS names it): the
+//     notified put flushed each time. A small one travels inline, in its
+//     notice, and is complete only once the target has taken the notice,
+//     so this flush waits for the target.
 //
 // It reports each variant's median half round trip (ns-<variant>) and
 // the ratios x-xfer and x-copy (put-notify / xfer and / copy: the goal is
@@ -92,7 +98,7 @@ func BenchmarkShmPingPong(b *testing.B) {
 	}
 	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 256 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			got := runPingPongJob(b, "shm", benchCall+strconv.Itoa(size), benchVariants(pingPongVariants))
+			got := runPingPongJob(b, "shm", benchCall+strconv.Itoa(size), benchVariants(pingPongVariants, "put-notify-flush"))
 			reportRatio(b, got, "x-xfer", "put-notify", "xfer")
 			reportRatio(b, got, "x-copy", "put-notify", "copy")
 			reportRatio(b, got, "flag/notify", "put-flag", "put-notify")
@@ -245,7 +251,7 @@ func pingPongRank(call string) error {
 	// Many short rounds: the median over rounds drops those that a
 	// descheduled process or a move of the virtual cores spoiled.
 	iters, rounds := benchScale(max(10, min(2000, (4<<20)/size)), 25, 5)
-	variants := benchVariants(pingPongVariants)
+	variants := benchVariants(pingPongVariants, "put-notify-flush")
 	var seq uint64
 	times, err := pingPongRounds(c, variants, iters, rounds, func(v string) error {
 		switch v {
@@ -256,6 +262,8 @@ func pingPongRank(call string) error {
 		case "xfer":
 			seq = limitPingPong(me, flag, bufs[1-me], bufs[me], seq, iters)
 		case "put-notify":
+			return pcNotifyNoFlush(c, w, w.Local()[:n], iters)
+		case "put-notify-flush":
 			return pcNotify(c, w, w.Local()[:n], iters)
 		case "put-flag":
 			return pcFlag(c, w, w.Local()[:n], iters)

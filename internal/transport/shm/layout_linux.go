@@ -68,20 +68,27 @@ type header struct {
 	_   [lineSize - 8]byte
 }
 
-// slot is one notice: a cache line.
+// slot is one notice: a cache line. A notified put of at most inlineMax
+// bytes carries its data in the slot (inl bytes of data, for offset
+// putOff of the region): the consumer copies them into the region before
+// it takes the notice (the paper's inline transfer).
 type slot struct {
 	seq    atomic.Uint64 // Vyukov sequence: pos when free, pos+1 when full
 	src    uint32
 	kind   uint8
 	op     uint8
-	_      uint16
+	inl    uint8 // bytes of inline data, 0 for none
+	_      uint8
 	tag    int32
-	_      uint32
+	putOff uint32 // offset of the inline data in the region
 	key    uint64
 	offset uint64
 	value  uint64
-	_      [lineSize - 48]byte
+	data   [inlineMax]byte
 }
+
+// inlineMax is the most data a notice slot carries.
+const inlineMax = lineSize - 48
 
 // exposure is one entry of the exposure table.
 type exposure struct {

@@ -1,6 +1,8 @@
 package shm
 
 import (
+	"math"
+
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/local"
@@ -9,10 +11,29 @@ import (
 // The data operations are the load/store core of the local transport
 // applied to the mapping, followed by the notice, if any, through the
 // target's ring: the ring's release store orders the notice after the data.
+// A notified put of at most inlineMax bytes instead carries its data in
+// the notice's slot, and the target copies it in before it takes the
+// notice: one cache line crosses instead of two (the paper's inline
+// transfer). Such a put is complete at the target only once the notice
+// is taken, so Flush waits for that, and no other operation to the target
+// overtakes it (each first waits for the inline puts before it).
 
-// Put copies src into the target's memory at off, then queues n.
-func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Completion) error {
+// Put copies src into the target's memory at off, then queues n; a small
+// notified put goes inline, unless the caller tracks its completion (c),
+// which the transport's contract would then ask to be reported.
+func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Completion) error {
 	if err := r.check(); err != nil {
+		return err
+	}
+	if c == nil && n.Kind != transport.NoticeNone && len(src) > 0 && len(src) <= inlineMax && r.target != r.ep.rank {
+		// Inline transfer: the data travels in the notice's slot and
+		// the target copies it in before it takes the notice.
+		if off < 0 || len(src) > len(r.mem)-off || off > math.MaxUint32 {
+			return transport.ErrBounds
+		}
+		return r.ep.notify(r.target, r.key, n, src, uint32(off))
+	}
+	if err := r.ep.waitInline(nil, r.target); err != nil {
 		return err
 	}
 	if err := local.PutAt(r.mem, off, src); err != nil {
@@ -24,6 +45,9 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 // Get copies the target's memory at off into dst, then queues n.
 func (r *region) Get(off int, dst []byte, n transport.Notice, _ *transport.Completion) error {
 	if err := r.check(); err != nil {
+		return err
+	}
+	if err := r.ep.waitInline(nil, r.target); err != nil {
 		return err
 	}
 	if err := local.GetAt(r.mem, off, dst); err != nil {
@@ -38,6 +62,9 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 	if err := r.check(); err != nil {
 		return err
 	}
+	if err := r.ep.waitInline(nil, r.target); err != nil {
+		return err
+	}
 	if err := local.AccumulateAt(r.mem, off, op, t, src, result); err != nil {
 		return err
 	}
@@ -48,6 +75,9 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 // queues n.
 func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, n transport.Notice, _ *transport.Completion) error {
 	if err := r.check(); err != nil {
+		return err
+	}
+	if err := r.ep.waitInline(nil, r.target); err != nil {
 		return err
 	}
 	if err := local.CompareSwapAt(r.mem, off, t, compare, swap, result); err != nil {

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/local"
 )
 
 // Config describes an endpoint to New.
@@ -49,7 +50,7 @@ func defaultRingSize(size int) int {
 
 // caps: operations are loads and stores on mapped memory, complete when
 // they return.
-var caps = transport.Caps{Name: "shm", Synchronous: true, Direct: true}
+var caps = transport.Caps{Name: "shm", Direct: true}
 
 // Peer states as the endpoint sees them.
 const (
@@ -95,6 +96,25 @@ type Endpoint struct {
 	expMu   sync.Mutex
 	nextGen uint64
 	free    []int // free exposure table indices
+
+	// ownMem is, per exposure table index, the region exposed there and
+	// its key generation: the consumer copies inline data into it.
+	ownMem []atomic.Pointer[ownRegion]
+	// inline is, per target, the state of this endpoint's inline puts
+	// to it: they are complete once the target has taken their notices.
+	inline []inlineState
+}
+
+// ownRegion is a region this endpoint exposes.
+type ownRegion struct {
+	gen uint64
+	mem []byte
+}
+
+// inlineState tracks the inline puts to one target.
+type inlineState struct {
+	upTo atomic.Uint64 // position after the last inline notice pushed
+	done atomic.Uint64 // a value of the target's deq seen
 }
 
 // sender is the producer state of this endpoint on one target's ring.
@@ -173,8 +193,10 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
 		partial: make([]*assembly, cfg.Size),
 		kick:    make(chan struct{}, 1), done: make(chan struct{}),
-		send: make([]sender, cfg.Size),
-		free: make([]int, 0, maxExpose),
+		send:   make([]sender, cfg.Size),
+		ownMem: make([]atomic.Pointer[ownRegion], maxExpose),
+		inline: make([]inlineState, cfg.Size),
+		free:   make([]int, 0, maxExpose),
 	}
 	for i := maxExpose - 1; i >= 0; i-- {
 		e.free = append(e.free, i)
@@ -229,7 +251,8 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks.
 func (e *Endpoint) Size() int { return e.size }
 
-// Caps reports Caps{Name: "shm", Synchronous: true, Direct: true}.
+// Caps reports Caps{Name: "shm", Direct: true}: not Synchronous, since
+// an inline put is complete at its target only once its notice is taken.
 func (e *Endpoint) Caps() transport.Caps { return caps }
 
 // peerErr returns the error for an operation aimed at rank target, or nil.
@@ -283,6 +306,7 @@ func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 	e.nextGen++
 	x := &e.own.exposures[idx]
 	x.pid, x.seg, x.off, x.len = uint32(os.Getpid()), seg, uint64(off), uint64(len(m))
+	e.ownMem[idx].Store(&ownRegion{gen: e.nextGen, mem: m})
 	x.gen.Store(e.nextGen)
 	return transport.Key(e.nextGen<<keyIdxBit | uint64(idx)), nil
 }
@@ -301,6 +325,7 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 		return fmt.Errorf("shm: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
 	}
 	e.own.exposures[idx].gen.Store(0)
+	e.ownMem[idx].Store(nil)
 	e.free = append(e.free, idx)
 	return nil
 }
@@ -344,22 +369,91 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	return r, nil
 }
 
-// Flush returns at once: operations are complete when issued. It reports
-// a closed endpoint, a bad rank, a failed peer or ctx's error.
+// Flush waits until the inline puts to target are complete there (the
+// target has taken their notices, having copied their data); every other
+// operation is complete when issued. It reports a closed endpoint, a bad
+// rank, a failed peer or ctx's error.
 func (e *Endpoint) Flush(ctx context.Context, target int) error {
 	if err := e.peerErr(target); err != nil {
+		return err
+	}
+	if err := e.waitInline(ctx, target); err != nil {
 		return err
 	}
 	return ctx.Err()
 }
 
-// FlushAll returns at once: operations are complete when issued.
+// FlushAll is Flush of every rank.
 func (e *Endpoint) FlushAll(ctx context.Context) error {
 	if e.closed.Load() {
 		return transport.ErrClosed
 	}
+	for t := range e.inline {
+		if err := e.waitInline(ctx, t); err != nil {
+			return err
+		}
+	}
 	return ctx.Err()
 }
+
+// inlinePending reports whether an inline put to target may not be
+// complete yet: its notice may still be in target's ring.
+func (e *Endpoint) inlinePending(target int) bool {
+	in := &e.inline[target]
+	up := in.upTo.Load()
+	if up <= in.done.Load() {
+		return false
+	}
+	deq := e.peers[target].hdr.deq.Load()
+	for {
+		d := in.done.Load()
+		if deq <= d || in.done.CompareAndSwap(d, deq) {
+			break
+		}
+	}
+	return up > deq
+}
+
+// waitInline waits until the inline puts to target are complete there:
+// until target's consumer has passed their notices, which it takes only
+// after copying their data. It fails if target fails or closes, or if
+// ctx (nil: none) ends.
+func (e *Endpoint) waitInline(ctx context.Context, target int) error {
+	for spin := 0; e.inlinePending(target); spin++ {
+		// A target that is polling takes the notice within a cache
+		// line's transfer or two: look again at once for a while,
+		// then wake it, yield and sleep as for a full ring.
+		if spin < inlineSpins {
+			if spin&63 == 63 {
+				if err := e.peerErr(target); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		e.ring(e.peers[target])
+		if spin < inlineSpins+inlineYields {
+			// The target may be waiting for a core: give it ours.
+			if err := e.peerErr(target); err != nil {
+				return err
+			}
+			osYield()
+		} else if err := e.backoff(target, 16+spin-inlineSpins-inlineYields); err != nil {
+			return err
+		}
+		if ctx != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// waitInline looks inlineSpins times, then yields the processor between
+// looks inlineYields times, then sleeps between looks.
+const (
+	inlineSpins  = 256
+	inlineYields = 256
+)
 
 // Close marks the endpoint closed in its control segment (peers then see
 // it as closed, not failed), stops its progress goroutine and releases its
@@ -389,15 +483,31 @@ func (e *Endpoint) ring(t *ctl) {
 	}
 }
 
-// notify queues notice n about region key at target, waiting while the
+// notify queues notice n about region key at target, with inline data
+// for offset putOff of the region if data is not empty, waiting while the
 // target's ring is full.
-func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {
+func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice, data []byte, putOff uint32) error {
 	t := e.peers[target]
 	raceRelease()
-	for spin := 0; !t.tryPush(e.rank, key, n); spin++ {
+	var pos uint64
+	for spin := 0; ; spin++ {
+		p, ok := t.tryPush(e.rank, key, n, data, putOff)
+		if ok {
+			pos = p
+			break
+		}
 		e.ring(t)
 		if err := e.backoff(target, spin); err != nil {
 			return err
+		}
+	}
+	if len(data) > 0 {
+		up := &e.inline[target].upTo
+		for {
+			u := up.Load()
+			if pos+1 <= u || up.CompareAndSwap(u, pos+1) {
+				break
+			}
 		}
 	}
 	e.ring(t)
@@ -606,13 +716,18 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	// start-up barrier is passed, before this rank installed its handlers.
 	for h != nil {
 		deq := e.own.hdr.deq.Load()
-		src, key, n, ok := e.own.pop(deq)
+		src, key, n, data, putOff, ok := e.own.pop(deq)
 		if !ok {
 			break
 		}
+		raceAcquire()
+		if data != nil {
+			// Inline data: into the region before the notice is
+			// taken (the origin's Flush waits for deq to pass it).
+			e.putInline(key, data, putOff)
+		}
 		e.own.hdr.deq.Store(deq + 1)
 		did = true
-		raceAcquire()
 		if src >= e.size {
 			continue // not from a rank of this job: drop
 		}
@@ -628,6 +743,22 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 		}
 	}
 	return did
+}
+
+// putInline copies the inline data of a notice into this endpoint's
+// region key at offset off. Data for a region no longer exposed, or
+// reaching outside it, is dropped (the origin checked its bounds against
+// the region as it knew it).
+func (e *Endpoint) putInline(key transport.Key, data []byte, off uint32) {
+	idx := int(key & (1<<keyIdxBit - 1))
+	if idx >= len(e.ownMem) {
+		return
+	}
+	r := e.ownMem[idx].Load()
+	if r == nil || r.gen != uint64(key)>>keyIdxBit || e.own.exposures[idx].gen.Load() != r.gen {
+		return
+	}
+	local.PutAt(r.mem, int(off), data)
 }
 
 // drainRing handles the records in the ring of src; draining is held.
@@ -834,5 +965,5 @@ func (r *region) noticeAfter(n transport.Notice) error {
 	if n.Kind == transport.NoticeNone {
 		return nil
 	}
-	return r.ep.notify(r.target, r.key, n)
+	return r.ep.notify(r.target, r.key, n, nil, 0)
 }
