@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"context"
 	"math"
 
 	"github.com/narma-rma/narma/internal/mem"
@@ -33,7 +34,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 		}
 		return r.ep.notify(r.target, r.key, n, src, uint32(off))
 	}
-	if err := r.ep.waitInline(nil, r.target); err != nil {
+	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.PutAt(r.mem, off, src); err != nil {
@@ -47,7 +48,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, _ *transport.Compl
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := r.ep.waitInline(nil, r.target); err != nil {
+	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.GetAt(r.mem, off, dst); err != nil {
@@ -62,7 +63,7 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := r.ep.waitInline(nil, r.target); err != nil {
+	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.AccumulateAt(r.mem, off, op, t, src, result); err != nil {
@@ -77,7 +78,7 @@ func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, 
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := r.ep.waitInline(nil, r.target); err != nil {
+	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.CompareSwapAt(r.mem, off, t, compare, swap, result); err != nil {

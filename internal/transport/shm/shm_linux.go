@@ -417,7 +417,7 @@ func (e *Endpoint) inlinePending(target int) bool {
 // waitInline waits until the inline puts to target are complete there:
 // until target's consumer has passed their notices, which it takes only
 // after copying their data. It fails if target fails or closes, or if
-// ctx (nil: none) ends.
+// ctx ends.
 func (e *Endpoint) waitInline(ctx context.Context, target int) error {
 	for spin := 0; e.inlinePending(target); spin++ {
 		// A target that is polling takes the notice within a cache
@@ -441,8 +441,8 @@ func (e *Endpoint) waitInline(ctx context.Context, target int) error {
 		} else if err := e.backoff(target, 16+spin-inlineSpins-inlineYields); err != nil {
 			return err
 		}
-		if ctx != nil && ctx.Err() != nil {
-			return ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 	return nil
