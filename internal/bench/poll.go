@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"time"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
 )
 
 // Pacing of poll's looks.
@@ -33,6 +36,12 @@ const (
 //
 // The 50 µs count from the 8th look: the many short waits do not read
 // the clock (a read costs about as much as a look on goroutine ranks).
+//
+// poll sleeps only over a transport whose arrivals come through the
+// network poller (pollParks). Elsewhere a flag is written straight into
+// memory and nothing ends a sleep early: an idle Go process sleeps in
+// milliseconds, so a 1 µs sleep lasts up to about 1 ms, and the waits of
+// large transfers (over 50 µs) would each pay it.
 func poll(ctx context.Context, look func() (done bool, err error)) error {
 	var start time.Time
 	for looks := 1; ; looks++ {
@@ -46,10 +55,19 @@ func poll(ctx context.Context, look func() (done bool, err error)) error {
 		if looks == pollClockLook {
 			start = time.Now()
 		}
-		if looks <= max(pollYields, pollClockLook) || time.Since(start) < pollYieldTime {
+		if !pollParks || looks <= max(pollYields, pollClockLook) || time.Since(start) < pollYieldTime {
 			runtime.Gosched()
 		} else {
 			time.Sleep(pollSleep)
 		}
 	}
 }
+
+// pollParks reports whether poll parks between its later looks: whether
+// the job's transport (NARMA_TRANSPORT, which narmarun sets for its ranks
+// and which selects the in-process transport of goroutine ranks) delivers
+// through the network poller.
+var pollParks = func() bool {
+	t := os.Getenv(bootstrap.EnvTransport)
+	return t == "tcp" || t == "hybrid"
+}()
