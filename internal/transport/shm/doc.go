@@ -13,11 +13,13 @@
 // Notices travel through the target's ring, a bounded multi-producer queue
 // of cache-line slots drained by the target in Poll (or by the endpoint's
 // progress goroutine when nobody polls). A full ring makes producers wait;
-// nothing is dropped. A notified put of at most 16 bytes carries its data
+// nothing is dropped. A notified put of at most 8 bytes carries its data
 // in its slot (the paper's inline transfer): the target copies the data
 // into its window, then takes the notice, so one cache line crosses
 // between the cores instead of two. Such a put is complete at the target
-// only once its notice is taken: Flush waits for that, and no later
+// once its data is there: Flush completes it without waiting for the
+// target, by claiming the slot and copying the data itself if the target
+// has not begun to (the target then only takes the notice), and no later
 // operation of the same origin to that target overtakes it. Every other
 // operation is complete when its call returns.
 //

@@ -28,7 +28,7 @@ type inlineWorld struct {
 
 func newInlineWorld(t *testing.T) *inlineWorld {
 	t.Helper()
-	w := &inlineWorld{eps: newGroup(t, Config{Size: 2}), notices: make(chan transport.Notice, 64)}
+	w := &inlineWorld{eps: newGroup(t, Config{Size: 2}), notices: make(chan transport.Notice, 4096)}
 	w.buf = mem.Alloc(64)
 	t.Cleanup(func() { mem.Free(w.buf) })
 	w.eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) {
@@ -156,12 +156,73 @@ func TestInlineBounds(t *testing.T) {
 	if err := w.eps[1].Unexpose(w.key); err != nil {
 		t.Fatal(err)
 	}
-	w.eps[0].notify(1, w.key, transport.Notice{Kind: transport.NoticeTag, Tag: 7}, []byte{1, 2, 3}, 0)
+	w.eps[0].push(1, w.key, transport.Notice{Kind: transport.NoticeTag, Tag: 7}, []byte{1, 2, 3}, 0)
 	if err := w.eps[0].Flush(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
 	w.notice(t) // delivered (the engine drops notices of unknown regions)
 	if !bytes.Equal(w.buf, bytes.Repeat([]byte{0x11}, 64)) {
 		t.Fatalf("inline data written into a withdrawn region: %x", w.buf[:8])
+	}
+}
+
+// TestInlineFlushRace: the origin's Flush and the target's consumer race
+// to copy each inline put (a goroutine at the target polls all along).
+// Whoever wins, the data is in place when Flush returns and when the
+// notice arrives, each notice arrives once, and later puts are not
+// overwritten by earlier ones.
+func TestInlineFlushRace(t *testing.T) {
+	w := newInlineWorld(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.eps[1].Poll()
+		}
+	}()
+	const rounds = 3000
+	val := make([]byte, 8)
+	for i := 1; i <= rounds; i++ {
+		mem.AtomicStore64(val, uint64(i))
+		if err := w.r.Put(8, val, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 != 0 {
+			continue // some puts left for the next flush to settle
+		}
+		if err := w.eps[0].Flush(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := mem.AtomicLoad64(w.buf[8:]); got != uint64(i) {
+			t.Fatalf("after Flush of put %d the memory holds %d", i, got)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for i := 1; i <= rounds; i++ {
+		w.notice(t)
+	}
+	select {
+	case n := <-w.notices:
+		t.Fatalf("a notice too many: %+v", n)
+	case <-time.After(20 * time.Millisecond):
+	}
+	// When each notice arrived its put's data (or a later one's) was there.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last := uint64(0)
+	for k, b := range w.seen {
+		v := mem.AtomicLoad64(b[8:])
+		if v < uint64(k+1) || v < last {
+			t.Fatalf("notice %d arrived with %d in memory (before it: %d)", k+1, v, last)
+		}
+		last = v
 	}
 }

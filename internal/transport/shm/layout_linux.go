@@ -70,10 +70,12 @@ type header struct {
 
 // slot is one notice: a cache line. A notified put of at most inlineMax
 // bytes carries its data in the slot (inl bytes of data, for offset
-// putOff of the region): the consumer copies them into the region before
-// it takes the notice (the paper's inline transfer).
+// putOff of the region): whoever claims the slot first (st) copies the
+// data into the region, the consumer as it takes the notice or the
+// origin as it flushes (the paper's inline transfer).
 type slot struct {
 	seq    atomic.Uint64 // Vyukov sequence: pos when free, pos+1 when full
+	st     atomic.Uint64 // state of the inline data: stWord(pos, inlinePending...)
 	src    uint32
 	kind   uint8
 	op     uint8
@@ -88,7 +90,21 @@ type slot struct {
 }
 
 // inlineMax is the most data a notice slot carries.
-const inlineMax = lineSize - 48
+const inlineMax = lineSize - 56
+
+// States of a slot's inline data (the low two bits of slot.st, above
+// which is the slot's position, so that a claim never takes the slot's
+// next use for this one).
+const (
+	inlinePending  uint64 = iota // not yet copied
+	inlineOrigin                 // the origin is copying it (flush)
+	inlineConsumer               // the consumer is copying it (drain)
+	inlineApplied                // the origin has copied it
+)
+
+// stWord is the value of slot.st for the inline data of the notice at
+// pos in state state.
+func stWord(pos, state uint64) uint64 { return pos<<2 | state }
 
 // exposure is one entry of the exposure table.
 type exposure struct {

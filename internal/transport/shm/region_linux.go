@@ -15,9 +15,10 @@ import (
 // A notified put of at most inlineMax bytes instead carries its data in
 // the notice's slot, and the target copies it in before it takes the
 // notice: one cache line crosses instead of two (the paper's inline
-// transfer). Such a put is complete at the target only once the notice
-// is taken, so Flush waits for that, and no other operation to the target
-// overtakes it (each first waits for the inline puts before it).
+// transfer). Such a put is complete at the target once its data is there:
+// Flush, and any later operation to the target, first completes the
+// inline puts before it (settleInline), copying the data itself if the
+// target has not begun to.
 
 // Put copies src into the target's memory at off, then queues n; a small
 // notified put goes inline, unless the caller tracks its completion (c),
@@ -32,9 +33,9 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 		if off < 0 || len(src) > len(r.mem)-off || off > math.MaxUint32 {
 			return transport.ErrBounds
 		}
-		return r.ep.notify(r.target, r.key, n, src, uint32(off))
+		return r.ep.putInline(r, off, src, n)
 	}
-	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
+	if err := r.ep.settleInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.PutAt(r.mem, off, src); err != nil {
@@ -48,7 +49,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, _ *transport.Compl
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
+	if err := r.ep.settleInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.GetAt(r.mem, off, dst); err != nil {
@@ -63,7 +64,7 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
+	if err := r.ep.settleInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.AccumulateAt(r.mem, off, op, t, src, result); err != nil {
@@ -78,7 +79,7 @@ func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, 
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := r.ep.waitInline(context.Background(), r.target); err != nil {
+	if err := r.ep.settleInline(context.Background(), r.target); err != nil {
 		return err
 	}
 	if err := local.CompareSwapAt(r.mem, off, t, compare, swap, result); err != nil {

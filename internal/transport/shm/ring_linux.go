@@ -45,25 +45,24 @@ func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice, data []byt
 		s.value = n.Value
 		s.inl = uint8(copy(s.data[:], data))
 		s.putOff = putOff
+		if len(data) > 0 {
+			s.st.Store(stWord(pos, inlinePending))
+		}
 		s.seq.Store(pos + 1)
 		return pos, true
 	}
 }
 
-// pop takes the notice at position deq, if it has been published, with
-// its inline data (nil if none, else valid until the caller advances deq,
-// which it does next).
-func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, data []byte, putOff uint32, ok bool) {
-	s := &c.slots[deq&uint64(len(c.slots)-1)]
+// pop takes the notice at position deq, if it has been published; s is
+// its slot (valid until the caller advances deq, which it does next).
+func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, s *slot, ok bool) {
+	s = &c.slots[deq&uint64(len(c.slots)-1)]
 	if s.seq.Load() != deq+1 {
-		return 0, 0, n, nil, 0, false
+		return 0, 0, n, nil, false
 	}
 	src, key = int(s.src), transport.Key(s.key)
 	n = transport.Notice{Kind: transport.NoticeKind(s.kind), Op: transport.SignalOp(s.op), Tag: s.tag, Offset: s.offset, Value: s.value}
-	if s.inl > 0 {
-		data, putOff = s.data[:min(int(s.inl), inlineMax)], s.putOff
-	}
-	return src, key, n, data, putOff, true
+	return src, key, n, s, true
 }
 
 // noticePending reports whether the notice at deq has been published.

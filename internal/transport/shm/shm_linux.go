@@ -100,8 +100,8 @@ type Endpoint struct {
 	// ownMem is, per exposure table index, the region exposed there and
 	// its key generation: the consumer copies inline data into it.
 	ownMem []atomic.Pointer[ownRegion]
-	// inline is, per target, the state of this endpoint's inline puts
-	// to it: they are complete once the target has taken their notices.
+	// inline is, per target, this endpoint's inline puts to it that may
+	// not be complete there yet.
 	inline []inlineState
 }
 
@@ -111,11 +111,30 @@ type ownRegion struct {
 	mem []byte
 }
 
-// inlineState tracks the inline puts to one target.
+// inlineState holds this endpoint's inline puts to one target that may
+// not be complete there yet, oldest first. An inline put is complete once
+// its data is in the target's memory: the target's consumer copies it as
+// it takes the notice, unless the origin claimed the slot first to copy
+// it itself (settleInline).
 type inlineState struct {
-	upTo atomic.Uint64 // position after the last inline notice pushed
-	done atomic.Uint64 // a value of the target's deq seen
+	mu      sync.Mutex
+	n       atomic.Int32 // len(pending), to look without the lock
+	pending []inlinePut
 }
+
+// inlinePut is one inline put: its notice's position in the target's
+// ring and what the origin needs to copy the data itself.
+type inlinePut struct {
+	pos  uint64
+	r    *region
+	off  int
+	n    int
+	data [inlineMax]byte
+}
+
+// maxPendingInline bounds an endpoint's pending inline puts per target:
+// a put that would exceed it settles the others first.
+const maxPendingInline = 16
 
 // sender is the producer state of this endpoint on one target's ring.
 type sender struct {
@@ -252,7 +271,8 @@ func (e *Endpoint) Rank() int { return e.rank }
 func (e *Endpoint) Size() int { return e.size }
 
 // Caps reports Caps{Name: "shm", Direct: true}: not Synchronous, since
-// an inline put is complete at its target only once its notice is taken.
+// an inline put is complete at its target only once its data is copied
+// there, by the target as it takes the notice or by the origin's Flush.
 func (e *Endpoint) Caps() transport.Caps { return caps }
 
 // peerErr returns the error for an operation aimed at rank target, or nil.
@@ -369,15 +389,14 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	return r, nil
 }
 
-// Flush waits until the inline puts to target are complete there (the
-// target has taken their notices, having copied their data); every other
+// Flush completes the inline puts to target (settleInline); every other
 // operation is complete when issued. It reports a closed endpoint, a bad
 // rank, a failed peer or ctx's error.
 func (e *Endpoint) Flush(ctx context.Context, target int) error {
 	if err := e.peerErr(target); err != nil {
 		return err
 	}
-	if err := e.waitInline(ctx, target); err != nil {
+	if err := e.settleInline(ctx, target); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -389,71 +408,63 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 		return transport.ErrClosed
 	}
 	for t := range e.inline {
-		if err := e.waitInline(ctx, t); err != nil {
+		if err := e.settleInline(ctx, t); err != nil {
 			return err
 		}
 	}
 	return ctx.Err()
 }
 
-// inlinePending reports whether an inline put to target may not be
-// complete yet: its notice may still be in target's ring.
-func (e *Endpoint) inlinePending(target int) bool {
+// settleInline completes this endpoint's inline puts to target, oldest
+// first, without waiting for the target to take their notices: each one
+// the target's consumer has not claimed, the origin claims and copies
+// itself (the consumer then only delivers the notice); for one the
+// consumer is copying, it waits until the consumer has passed it, which
+// is a matter of a few instructions unless the target dies (then it fails
+// with the target's error) or ctx ends.
+func (e *Endpoint) settleInline(ctx context.Context, target int) error {
 	in := &e.inline[target]
-	up := in.upTo.Load()
-	if up <= in.done.Load() {
-		return false
+	if in.n.Load() == 0 {
+		return nil
 	}
-	deq := e.peers[target].hdr.deq.Load()
-	for {
-		d := in.done.Load()
-		if deq <= d || in.done.CompareAndSwap(d, deq) {
-			break
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	t := e.peers[target]
+	mask := uint64(len(t.slots) - 1)
+	done := 0
+	defer func() {
+		in.pending = append(in.pending[:0], in.pending[done:]...)
+		in.n.Store(int32(len(in.pending)))
+	}()
+	for ; done < len(in.pending); done++ {
+		p := &in.pending[done]
+		if t.hdr.deq.Load() > p.pos {
+			continue // taken: the data is in place
 		}
-	}
-	return up > deq
-}
-
-// waitInline waits until the inline puts to target are complete there:
-// until target's consumer has passed their notices, which it takes only
-// after copying their data. It fails if target fails or closes, or if
-// ctx ends.
-func (e *Endpoint) waitInline(ctx context.Context, target int) error {
-	for spin := 0; e.inlinePending(target); spin++ {
-		// A target that is polling takes the notice within a cache
-		// line's transfer or two: look again at once for a while,
-		// then wake it, yield and sleep as for a full ring.
-		if spin < inlineSpins {
+		sl := &t.slots[p.pos&mask]
+		if sl.st.CompareAndSwap(stWord(p.pos, inlinePending), stWord(p.pos, inlineOrigin)) {
+			if p.r.exp.gen.Load() == p.r.gen {
+				copy(p.r.mem[p.off:], p.data[:p.n])
+			}
+			raceRelease()
+			sl.st.Store(stWord(p.pos, inlineApplied))
+			continue
+		}
+		// The consumer is copying it.
+		for spin := 0; t.hdr.deq.Load() <= p.pos; spin++ {
 			if spin&63 == 63 {
 				if err := e.peerErr(target); err != nil {
 					return err
 				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				osYield()
 			}
-			continue
-		}
-		e.ring(e.peers[target])
-		if spin < inlineSpins+inlineYields {
-			// The target may be waiting for a core: give it ours.
-			if err := e.peerErr(target); err != nil {
-				return err
-			}
-			osYield()
-		} else if err := e.backoff(target, 16+spin-inlineSpins-inlineYields); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
 		}
 	}
 	return nil
 }
-
-// waitInline looks inlineSpins times, then yields the processor between
-// looks inlineYields times, then sleeps between looks.
-const (
-	inlineSpins  = 256
-	inlineYields = 256
-)
 
 // Close marks the endpoint closed in its control segment (peers then see
 // it as closed, not failed), stops its progress goroutine and releases its
@@ -483,34 +494,50 @@ func (e *Endpoint) ring(t *ctl) {
 	}
 }
 
-// notify queues notice n about region key at target, with inline data
-// for offset putOff of the region if data is not empty, waiting while the
+// notify queues notice n about region key at target, waiting while the
 // target's ring is full.
-func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice, data []byte, putOff uint32) error {
+func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {
+	_, err := e.push(target, key, n, nil, 0)
+	return err
+}
+
+// push queues notice n about region key at target, with inline data for
+// offset putOff of the region if data is not empty, waiting while the
+// target's ring is full; it returns the notice's position.
+func (e *Endpoint) push(target int, key transport.Key, n transport.Notice, data []byte, putOff uint32) (uint64, error) {
 	t := e.peers[target]
 	raceRelease()
-	var pos uint64
 	for spin := 0; ; spin++ {
-		p, ok := t.tryPush(e.rank, key, n, data, putOff)
-		if ok {
-			pos = p
-			break
+		if pos, ok := t.tryPush(e.rank, key, n, data, putOff); ok {
+			e.ring(t)
+			return pos, nil
 		}
 		e.ring(t)
 		if err := e.backoff(target, spin); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// putInline queues notice n at r's target with the data of a put of src
+// at off in its slot, and records the put as pending.
+func (e *Endpoint) putInline(r *region, off int, src []byte, n transport.Notice) error {
+	in := &e.inline[r.target]
+	if in.n.Load() >= maxPendingInline {
+		if err := e.settleInline(context.Background(), r.target); err != nil {
 			return err
 		}
 	}
-	if len(data) > 0 {
-		up := &e.inline[target].upTo
-		for {
-			u := up.Load()
-			if pos+1 <= u || up.CompareAndSwap(u, pos+1) {
-				break
-			}
-		}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	pos, err := e.push(r.target, r.key, n, src, uint32(off))
+	if err != nil {
+		return err
 	}
-	e.ring(t)
+	p := inlinePut{pos: pos, r: r, off: off, n: len(src)}
+	copy(p.data[:], src)
+	in.pending = append(in.pending, p)
+	in.n.Store(int32(len(in.pending)))
 	return nil
 }
 
@@ -716,15 +743,21 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	// start-up barrier is passed, before this rank installed its handlers.
 	for h != nil {
 		deq := e.own.hdr.deq.Load()
-		src, key, n, data, putOff, ok := e.own.pop(deq)
+		src, key, n, sl, ok := e.own.pop(deq)
 		if !ok {
 			break
 		}
 		raceAcquire()
-		if data != nil {
+		if sl.inl > 0 {
 			// Inline data: into the region before the notice is
-			// taken (the origin's Flush waits for deq to pass it).
-			e.putInline(key, data, putOff)
+			// taken, by this consumer or by the origin if it claimed
+			// the slot first.
+			if sl.st.CompareAndSwap(stWord(deq, inlinePending), stWord(deq, inlineConsumer)) {
+				e.copyInline(key, sl.data[:min(int(sl.inl), inlineMax)], sl.putOff)
+			} else {
+				e.awaitOrigin(sl, deq, src)
+				raceAcquire()
+			}
 		}
 		e.own.hdr.deq.Store(deq + 1)
 		did = true
@@ -745,11 +778,24 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	return did
 }
 
-// putInline copies the inline data of a notice into this endpoint's
+// awaitOrigin waits until the origin src, which claimed the inline data of
+// the notice at deq, has copied it; it gives up if src fails.
+func (e *Endpoint) awaitOrigin(sl *slot, deq uint64, src int) {
+	for spin := 0; sl.st.Load() != stWord(deq, inlineApplied); spin++ {
+		if spin&63 == 63 {
+			if src < 0 || src >= e.size || e.peerErr(src) != nil {
+				return
+			}
+			osYield()
+		}
+	}
+}
+
+// copyInline copies the inline data of a notice into this endpoint's
 // region key at offset off. Data for a region no longer exposed, or
 // reaching outside it, is dropped (the origin checked its bounds against
 // the region as it knew it).
-func (e *Endpoint) putInline(key transport.Key, data []byte, off uint32) {
+func (e *Endpoint) copyInline(key transport.Key, data []byte, off uint32) {
 	idx := int(key & (1<<keyIdxBit - 1))
 	if idx >= len(e.ownMem) {
 		return
@@ -965,5 +1011,5 @@ func (r *region) noticeAfter(n transport.Notice) error {
 	if n.Kind == transport.NoticeNone {
 		return nil
 	}
-	return r.ep.notify(r.target, r.key, n, nil, 0)
+	return r.ep.notify(r.target, r.key, n)
 }
