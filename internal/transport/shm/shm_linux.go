@@ -102,7 +102,8 @@ type Endpoint struct {
 	ownMem []atomic.Pointer[ownRegion]
 	// inline is, per target, this endpoint's inline puts to it that may
 	// not be complete there yet.
-	inline []inlineState
+	inline     []inlineState
+	inlineWait int // inlineWait, or 0 with more ranks than cores
 }
 
 // ownRegion is a region this endpoint exposes.
@@ -131,6 +132,12 @@ type inlinePut struct {
 	n    int
 	data [inlineMax]byte
 }
+
+// inlineWait is how many times settleInline looks whether the target has
+// taken an inline put's notice before it copies the data itself, when the
+// ranks do not outnumber the cores (otherwise the target may well not be
+// running, and it does not look).
+const inlineWait = 64
 
 // maxPendingInline bounds an endpoint's pending inline puts per target:
 // a put that would exceed it settles the others first.
@@ -216,6 +223,9 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		ownMem: make([]atomic.Pointer[ownRegion], maxExpose),
 		inline: make([]inlineState, cfg.Size),
 		free:   make([]int, 0, maxExpose),
+	}
+	if cfg.Size <= runtime.NumCPU() {
+		e.inlineWait = inlineWait
 	}
 	for i := maxExpose - 1; i >= 0; i-- {
 		e.free = append(e.free, i)
@@ -438,8 +448,20 @@ func (e *Endpoint) settleInline(ctx context.Context, target int) error {
 	}()
 	for ; done < len(in.pending); done++ {
 		p := &in.pending[done]
-		if t.hdr.deq.Load() > p.pos {
-			continue // taken: the data is in place
+		// A target that polls takes the notice within a line transfer
+		// or two, and then has the data in its own cache: give it that
+		// long (taking in what arrives here meanwhile, in case it is
+		// flushing towards this rank) before copying the data over.
+		taken := false
+		for spin := 0; spin < e.inlineWait; spin++ {
+			if t.hdr.deq.Load() > p.pos {
+				taken = true
+				break
+			}
+			e.poll(nil)
+		}
+		if taken {
+			continue // the data is in place
 		}
 		sl := &t.slots[p.pos&mask]
 		if sl.st.CompareAndSwap(stWord(p.pos, inlinePending), stWord(p.pos, inlineOrigin)) {
