@@ -144,28 +144,14 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 		return err
 	}
 	writeSpread(w, e, sizes, cell)
-	if notify, ok := cell["put-notify"]; ok && e.Value == nil {
-		header := false
-		for _, s := range sizes {
-			n, ok := notify[s]
-			if !ok {
-				continue
+	if e.Value == nil {
+		var classic []string
+		for _, v := range e.Variants {
+			if v.Classic {
+				classic = append(classic, v.Name)
 			}
-			best, bestName := math.Inf(1), ""
-			for _, v := range e.Variants {
-				if r, ok := cell[v.Name][s]; ok && v.Classic && r.MedianNs < best {
-					best, bestName = r.MedianNs, v.Name
-				}
-			}
-			if bestName == "" {
-				continue
-			}
-			if !header {
-				fmt.Fprintln(w, "\nbest classic variant / put-notify (above 1: notified access is faster):")
-				header = true
-			}
-			fmt.Fprintf(w, "%9s  %-10s %6.2f\n", FormatSize(s), bestName, best/n.MedianNs)
 		}
+		writeRatios(w, "best classic variant / put-notify (above 1: notified access is faster):", 10, sizes, cell, classic)
 		writeMPIRatios(w, sizes, cell)
 	}
 	if len(unsound) > 0 {
@@ -188,6 +174,13 @@ func writeMPIRatios(w io.Writer, sizes []int, cell map[string]map[int]Row) {
 		}
 	}
 	slices.Sort(names)
+	writeRatios(w, "best MPI variant / narma's put-notify (above 1: narma is faster):", 14, sizes, cell, names)
+}
+
+// writeRatios writes, under title, per size with a put-notify row and a
+// row of one of the variants names, the fastest of those and its median
+// divided by put-notify's (names in a column of width).
+func writeRatios(w io.Writer, title string, width int, sizes []int, cell map[string]map[int]Row, names []string) {
 	header := false
 	for _, s := range sizes {
 		n, ok := cell[NotifyVariant][s]
@@ -204,10 +197,10 @@ func writeMPIRatios(w io.Writer, sizes []int, cell map[string]map[int]Row) {
 			continue
 		}
 		if !header {
-			fmt.Fprintln(w, "\nbest MPI variant / narma's put-notify (above 1: narma is faster):")
+			fmt.Fprintln(w, "\n"+title)
 			header = true
 		}
-		fmt.Fprintf(w, "%9s  %-14s %6.2f\n", FormatSize(s), bestName, best/n.MedianNs)
+		fmt.Fprintf(w, "%9s  %-*s %6.2f\n", FormatSize(s), width, bestName, best/n.MedianNs)
 	}
 }
 
