@@ -225,8 +225,15 @@ func secretPipe(secret string) (*os.File, error) {
 
 // signalAll sends sig to the process group of every rank, those that
 // have exited included: what they started may still run.
-func (l *launcher) signalAll(sig syscall.Signal) {
+func (l *launcher) signalAll(sig syscall.Signal) { l.signal(sig, nil) }
+
+// signal sends sig to the process groups of the ranks that pick selects
+// (all if pick is nil).
+func (l *launcher) signal(sig syscall.Signal, pick func(*rank) bool) {
 	for _, r := range l.ranks {
+		if pick != nil && !pick(r) {
+			continue
+		}
 		if err := signalGroup(r.cmd.Process, sig); err != nil {
 			l.logf("signaling %s: %v", l.name(r), err)
 		}

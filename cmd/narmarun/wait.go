@@ -97,8 +97,19 @@ func (w *waiter) stop() {
 		return
 	}
 	w.stopping, w.stopped = true, time.Now()
+	var left []time.Time
+	if w.l.srv != nil {
+		left = w.l.srv.Departures()
+	}
 	w.l.stopServe()
-	w.l.signalAll(syscall.SIGTERM)
+	// The launcher agent of a rank on another host whose process has
+	// already ended (it left the job) is about to exit with that
+	// process's status: let it, so that the status is the rank's and
+	// not that of this SIGTERM. The grace period's SIGKILL still ends
+	// an agent that lingers.
+	w.l.signal(syscall.SIGTERM, func(r *rank) bool {
+		return !(r.remote && r.id < len(left) && !left[r.id].IsZero())
+	})
 	w.killAt = after(w.l.cfg.grace)
 }
 
