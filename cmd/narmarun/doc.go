@@ -83,11 +83,13 @@
 // it holds the job secret; the transport must be tcp or hybrid. Each rank keeps its
 // bootstrap connection until it exits, and exits when that connection
 // ends: killing a launcher agent such as ssh does not kill the remote
-// command, so when narmarun stops a job it kills the agents and closes
-// the bootstrap connections, and the ranks on other hosts exit on their
-// own (as they do if narmarun dies). The exit status narmarun sees for a
-// remote rank is its agent's (ssh passes on the remote command's, but
-// says 255 for one killed by a signal).
+// command, so when narmarun stops a job it closes the bootstrap
+// connections, and the ranks on other hosts exit on their own (as they do
+// if narmarun dies); their agents then exit with their statuses, and those
+// still running after the grace period are killed. The exit status
+// narmarun sees for a remote rank is its agent's (ssh passes on the
+// remote command's, but says 255 for one killed by a signal); a status of
+// 128 plus a signal number counts as a death by that signal.
 //
 // narmarun sets the job's variables itself: those the ranks would inherit
 // from its environment are dropped. In particular a NARMA_TRANSPORT there
@@ -101,8 +103,9 @@
 // lines are kept whole (a line longer than 64 KiB is cut into several).
 //
 // When a rank fails (exits with a status other than 0 or is killed by a
-// signal) narmarun reports it and stops the others: SIGTERM to each
-// rank's (or agent's) process group, SIGKILL after the grace period. It does the same
+// signal) narmarun reports it and stops the others: SIGTERM to the
+// process group of each rank on this host, SIGKILL (of agents too) after
+// the grace period. It does the same
 // on timeout, on SIGINT, SIGTERM or SIGHUP, and, after a grace period for
 // the ranks to end by themselves, when the bootstrap fails. Whatever the
 // outcome, it removes the job's shared-memory segments and its temporary

@@ -174,6 +174,11 @@ func (l *launcher) startRank(r int, env []string) error {
 		if cmd.ProcessState != nil {
 			e.status, e.signal, e.how = describeExit(cmd.ProcessState)
 		}
+		if remote && e.signal == 0 && e.status > exitSignal && e.status < exitSignal+65 {
+			// The agent passes on the status of the rank as the shell
+			// there reports it: 128 plus the signal that killed it.
+			e.signal = syscall.Signal(e.status - exitSignal)
+		}
 		e.at = time.Now()
 		l.exits <- e
 	}()

@@ -203,9 +203,9 @@ func checkRankBlamed(t *testing.T, res result, who string) {
 	}
 }
 
-// TestRemoteStopped: when narmarun stops a job (timeout, interrupt), it
-// kills the launcher agents, which leaves the ranks on other hosts
-// running; they exit on their own as their bootstrap connections close.
+// TestRemoteStopped: when narmarun stops a job (timeout, interrupt), the
+// ranks on other hosts exit on their own as their bootstrap connections
+// close (killing their launcher agents would leave them running).
 func TestRemoteStopped(t *testing.T) {
 	agent, _ := fakeAgent(t, agentScript)
 	prog := narmaProgram(t)

@@ -89,27 +89,22 @@ type waiter struct {
 	killAt, stopAt, timeUp <-chan struct{}
 }
 
-// stop stops the ranks: SIGTERM now, SIGKILL after the grace period. It
-// ends Serve first, so that the ranks it kills in the middle of an
-// exchange are not taken for the cause of a bootstrap failure.
+// stop stops the ranks: SIGTERM now (those on this host), SIGKILL after
+// the grace period. It ends Serve first, so that the ranks it kills in the
+// middle of an exchange are not taken for the cause of a bootstrap
+// failure.
 func (w *waiter) stop() {
 	if w.stopping {
 		return
 	}
 	w.stopping, w.stopped = true, time.Now()
-	var left []time.Time
-	if w.l.srv != nil {
-		left = w.l.srv.Departures()
-	}
 	w.l.stopServe()
-	// The launcher agent of a rank on another host whose process has
-	// already ended (it left the job) is about to exit with that
-	// process's status: let it, so that the status is the rank's and
-	// not that of this SIGTERM. The grace period's SIGKILL still ends
-	// an agent that lingers.
-	w.l.signal(syscall.SIGTERM, func(r *rank) bool {
-		return !(r.remote && r.id < len(left) && !left[r.id].IsZero())
-	})
+	// Ranks on other hosts end by themselves once their bootstrap
+	// connections close, and their launcher agents then exit with the
+	// ranks' statuses: a SIGTERM would replace those (of a rank that
+	// died first, say) with the agent's own. The grace period's SIGKILL
+	// still ends an agent that lingers.
+	w.l.signal(syscall.SIGTERM, func(r *rank) bool { return !r.remote })
 	w.killAt = after(w.l.cfg.grace)
 }
 
