@@ -24,7 +24,9 @@ func runAllCommand(ctx context.Context, args []string, stdout, stderr, ustderr i
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(ustderr, "narmabench all: %v\n", err)
+		if err != errPrinted {
+			fmt.Fprintf(ustderr, "narmabench all: %v\n", err)
+		}
 		return exitUsage
 	}
 	err = runAll(ctx, es, o, stdout, stderr)

@@ -55,8 +55,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"pingpong", "extra"}, "unexpected arguments"},
 	} {
 		status, _, errs := narmabench(c.args...)
-		if status != 2 || !strings.Contains(errs, c.want) {
-			t.Errorf("narmabench %q: status %d, stderr %q; want 2 and %q", c.args, status, errs, c.want)
+		if status != 2 || strings.Count(errs, c.want) != 1 {
+			t.Errorf("narmabench %q: status %d, stderr %q; want 2 and %q once", c.args, status, errs, c.want)
 		}
 	}
 }

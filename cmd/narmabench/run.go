@@ -28,6 +28,10 @@ const (
 	exitUsage = 2
 )
 
+// errPrinted is parseFlags's error for a command line that the flag
+// package has already reported, with the usage.
+var errPrinted = errors.New("bad flags")
+
 // usageError is an error of the command line's making (exit status 2).
 type usageError struct{ msg string }
 
@@ -80,7 +84,9 @@ func command(ctx context.Context, args []string, stdout, stderr, ustdout, ustder
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(ustderr, "narmabench %s: %v\n", e.Name, err)
+		if err != errPrinted {
+			fmt.Fprintf(ustderr, "narmabench %s: %v\n", e.Name, err)
+		}
 		return exitUsage
 	}
 	err = runExperiment(ctx, e, o, stdout, stderr)
@@ -229,7 +235,7 @@ func parseFlags(name string, es []bench.Experiment, args []string, stderr io.Wri
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
-		return o, fmt.Errorf("%w", err) // the flag package has printed it with the usage
+		return o, errPrinted // the flag package has printed it with the usage
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
