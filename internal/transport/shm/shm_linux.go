@@ -776,9 +776,15 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 			// the slot first.
 			if sl.st.CompareAndSwap(stWord(deq, inlinePending), stWord(deq, inlineConsumer)) {
 				e.copyInline(key, sl.data[:min(int(sl.inl), inlineMax)], sl.putOff)
-			} else {
-				e.awaitOrigin(sl, deq, src)
+			} else if e.awaitOrigin(sl, deq, src) {
 				raceAcquire()
+			} else {
+				// The origin died (or this endpoint closed) before it
+				// finished copying the data: a notice would claim a
+				// put that never completed (DESIGN rule 1). Drop it.
+				e.own.hdr.deq.Store(deq + 1)
+				did = true
+				continue
 			}
 		}
 		e.own.hdr.deq.Store(deq + 1)
@@ -801,16 +807,28 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 }
 
 // awaitOrigin waits until the origin src, which claimed the inline data of
-// the notice at deq, has copied it; it gives up if src fails.
-func (e *Endpoint) awaitOrigin(sl *slot, deq uint64, src int) {
+// the notice at deq, has copied it, and reports true; it gives up and
+// reports false if src fails (or this endpoint closes). The peers are
+// checked for failure here too, every check interval: the progress
+// goroutine, which checks them between its drains, may be the one
+// waiting here.
+func (e *Endpoint) awaitOrigin(sl *slot, deq uint64, src int) bool {
+	var next time.Time
 	for spin := 0; sl.st.Load() != stWord(deq, inlineApplied); spin++ {
 		if spin&63 == 63 {
 			if src < 0 || src >= e.size || e.peerErr(src) != nil {
-				return
+				return false
+			}
+			if now := time.Now(); next.IsZero() {
+				next = now.Add(e.interval)
+			} else if now.After(next) {
+				e.checkPeers()
+				next = now.Add(e.interval)
 			}
 			osYield()
 		}
 	}
+	return true
 }
 
 // copyInline copies the inline data of a notice into this endpoint's
@@ -978,9 +996,12 @@ func (e *Endpoint) checkPeers() {
 		if r == e.rank || e.peerState[r].Load() != peerOK {
 			continue
 		}
+		// The progress goroutine and a drainer waiting for a peer
+		// (awaitOrigin) may check at once: whoever changes the state
+		// reports it.
 		switch p.hdr.state.Load() {
 		case stateClosed:
-			e.peerState[r].Store(peerClosed)
+			e.peerState[r].CompareAndSwap(peerOK, peerClosed)
 			continue
 		case stateOpen:
 			if e.pids[r] == me || processAlive(e.pids[r]) {
@@ -988,10 +1009,12 @@ func (e *Endpoint) checkPeers() {
 			}
 		}
 		if p.hdr.state.Load() == stateClosed {
-			e.peerState[r].Store(peerClosed)
+			e.peerState[r].CompareAndSwap(peerOK, peerClosed)
 			continue
 		}
-		e.peerState[r].Store(peerFailed)
+		if !e.peerState[r].CompareAndSwap(peerOK, peerFailed) {
+			continue
+		}
 		if h := e.Failure(); h != nil {
 			h(r, e.errFailed[r])
 		}
