@@ -168,6 +168,11 @@ func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src,
 	r := &recvReq{src: src, ctx: mctx, tag: tag, buf: buf}
 	c.post(r)
 	werr := c.waitRecv(ctx, r)
+	if werr == nil && !c.recvDone(r) {
+		// The rank it waits for (for AnySource: possibly) failed:
+		// take in what arrived before giving up.
+		c.progress()
+	}
 	if c.cancel(r) {
 		if werr != nil {
 			return Status{}, c.ctxErr(op, werr)
@@ -234,7 +239,15 @@ func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
 		return st, c.ctxErr("Probe", werr)
 	}
 	if !found {
-		return st, opErr("Probe", c.rank, ErrPeer, "rank %d failed", src)
+		// The rank it waits for (for AnySource: possibly) failed:
+		// take in what arrived before giving up.
+		c.progress()
+		if st, found, err = c.iprobe("Probe", src, tag); err != nil {
+			return st, err
+		}
+	}
+	if !found {
+		return st, opErr("Probe", c.rank, ErrPeer, "%s failed", c.failedName(src))
 	}
 	return st, nil
 }

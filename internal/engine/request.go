@@ -71,10 +71,15 @@ func (r *Request) test(name string) (Status, bool, error) {
 	switch r.kind {
 	case reqRecv:
 		if !r.c.recvDone(r.recv) {
-			if r.c.srcFailed(r.recv.src) && r.c.cancel(r.recv) {
+			if !r.c.srcFailed(r.recv.src) {
+				return Status{}, false, nil
+			}
+			// The rank it waits for (for AnySource: possibly) failed:
+			// take in what arrived before giving up.
+			r.c.progress()
+			if r.c.cancel(r.recv) {
 				return Status{}, true, opErr(r.op, r.c.rank, ErrPeer, "%s failed", r.c.failedName(r.recv.src))
 			}
-			return Status{}, false, nil
 		}
 		if r.recv.err != nil {
 			return r.recv.st, true, opErr(r.op, r.c.rank, r.recv.err, "message of %d bytes from rank %d into buffer of %d", r.recv.st.Count, r.recv.st.Source, len(r.recv.buf))
