@@ -417,10 +417,16 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 	if e.closed.Load() {
 		return transport.ErrClosed
 	}
+	// Every target is settled, even after one failed: the others'
+	// puts are then complete, and the first error is reported.
+	var first error
 	for t := range e.inline {
-		if err := e.settleInline(ctx, t); err != nil {
-			return err
+		if err := e.settleInline(ctx, t); err != nil && first == nil {
+			first = err
 		}
+	}
+	if first != nil {
+		return first
 	}
 	return ctx.Err()
 }
@@ -452,6 +458,8 @@ func (e *Endpoint) settleInline(ctx context.Context, target int) error {
 		// or two, and then has the data in its own cache: give it that
 		// long (taking in what arrives here meanwhile, in case it is
 		// flushing towards this rank) before copying the data over.
+		// The handlers that poll runs here hold in.mu: a handler must
+		// not put or flush (transport.AMHandler's rule: no blocking).
 		taken := false
 		for spin := 0; spin < e.inlineWait; spin++ {
 			if t.hdr.deq.Load() > p.pos {

@@ -32,8 +32,8 @@ type inConn struct {
 	hb      [headerSize]byte
 	refused Status // the first refusal since the last flush
 	scratch []byte // results of fetching atomics, large accumulate operands
-	// delivered: a notice was delivered since the reader last waited
-	// for the network.
+	// delivered: a notice or an active message was delivered since the
+	// reader last waited for the network.
 	delivered bool
 	// kicked: Unexpose interrupted the reader's stream into its region
 	// (guarded by that region's smu).
@@ -73,8 +73,8 @@ func (in *inConn) serve() {
 				return
 			}
 			if in.delivered {
-				// A notice just delivered may have woken a waiting
-				// rank: let it run (and answer) before this reader's
+				// A notice or message just delivered may have woken a
+				// waiting rank: let it run (and answer) before this reader's
 				// read, which finds nothing and parks.
 				in.delivered = false
 				runtime.Gosched()
@@ -191,6 +191,7 @@ func (in *inConn) handle(h *header) error {
 		if f := ep.AM(transport.AMID(h.aux)); f != nil {
 			k := int(h.off)
 			f(in.p.rank, b[:k:k], b[k:n:n])
+			in.delivered = true // a message may have woken a receiver too
 		}
 		if n <= in.br.Size() {
 			_, err := in.br.Discard(n)
