@@ -38,6 +38,15 @@ func (c *Comm) Send(ctx context.Context, buf []byte, dest, tag int) error {
 	return c.e.Send(ctx, buf, dest, tag)
 }
 
+// AckFailures acknowledges the failures of peers known so far and returns
+// the ranks that have failed. Waits that any rank could end (a Recv,
+// Probe or notification request for AnySource, WaitCounter, counter
+// thresholds, WaitSignal) fail with ErrPeer once a peer has failed; after
+// AckFailures they wait for the living ranks again, until another peer
+// fails (MPI's fault-tolerance proposal, ULFM, calls this
+// MPIX_Comm_failure_ack).
+func (c *Comm) AckFailures() []int { return c.e.AckFailures() }
+
 // Recv receives into buf the oldest message from src with tag; AnySource
 // and AnyTag match any. A longer message fills buf and returns an error
 // wrapping ErrTruncate; Status.Count is then the message's full length.

@@ -96,7 +96,8 @@
 // ErrPeer: those that name it, and those that any rank could end (a Recv,
 // Probe or notification request for AnySource, WaitCounter, a counter
 // threshold, WaitSignal), since the dead rank may be the one they wait for.
-// What arrived before the failure is delivered first.
+// What arrived before the failure is delivered first; Comm.AckFailures
+// lets the wildcard waits go on with the living ranks.
 //
 // # Caveats
 //

@@ -161,8 +161,8 @@ func (w *Win[T]) RgetAccumulateNotify(src, result []T, target, disp int, op Op, 
 // origin are matched in the order it issued them. If source fails, Test
 // and Wait deliver what it sent before, then complete with an error
 // wrapping ErrPeer; a request for AnySource does so when any rank fails
-// (as MPI's fault-tolerance proposal does with wildcard receives): name
-// the sources to keep receiving from the living ranks.
+// (as MPI's fault-tolerance proposal does with wildcard receives), until
+// Comm.AckFailures acknowledges the failure.
 func (w *Win[T]) NotifyInit(source, tag, count int) (*Request, error) {
 	return w.eng().NotifyInit(source, tag, count)
 }

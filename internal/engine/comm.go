@@ -75,6 +75,11 @@ type core struct {
 
 	failed  []atomic.Bool // peers the transport reported failed
 	nfailed atomic.Int32
+	// acked are the failed peers acknowledged by AckFailures (nacked of
+	// them): wildcard waits no longer give up for them.
+	ackMu  sync.Mutex
+	acked  []bool
+	nacked atomic.Int32
 }
 
 // New builds the engine for one rank over ep. abort is closed when the job
@@ -189,19 +194,54 @@ func (c *Comm) anyFailed() bool { return c.nfailed.Load() > 0 }
 // waiting on could hang for ever.
 func (c *Comm) srcFailed(src int) bool {
 	if src == AnySource {
-		return c.anyFailed()
+		return c.newFailure()
 	}
 	return c.peerFailed(src)
 }
 
+// newFailure reports whether a peer failed that AckFailures has not
+// acknowledged: the condition on which waits that any rank could end give
+// up.
+func (c *Comm) newFailure() bool { return c.nfailed.Load() > c.nacked.Load() }
+
+// AckFailures acknowledges the failures of peers known so far and returns
+// the ranks that have failed, acknowledged before or now, in order. Waits
+// that any rank could end (AnySource, counters, signals) give up when a
+// peer fails; after AckFailures they wait for the living ranks again,
+// until another peer fails (as MPI's fault-tolerance proposal, ULFM, has
+// it with MPIX_Comm_failure_ack). It concerns every communicator of the
+// rank's job.
+func (c *Comm) AckFailures() []int {
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	if c.acked == nil {
+		c.acked = make([]bool, c.size)
+	}
+	var failed []int
+	n := int32(0)
+	for r := range c.failed {
+		if c.failed[r].Load() {
+			c.acked[r] = true
+			failed = append(failed, r)
+		}
+		if c.acked[r] {
+			n++
+		}
+	}
+	c.nacked.Store(n)
+	return failed
+}
+
 // failedName names the failed rank that made a wait for src give up: src
-// itself, or for AnySource the lowest failed rank.
+// itself, or for AnySource the lowest failed rank not acknowledged.
 func (c *Comm) failedName(src int) string {
 	if src != AnySource {
 		return fmt.Sprintf("rank %d", src)
 	}
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
 	for r := range c.failed {
-		if c.failed[r].Load() {
+		if c.failed[r].Load() && (c.acked == nil || !c.acked[r]) {
 			return fmt.Sprintf("rank %d", r)
 		}
 	}

@@ -158,6 +158,31 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 				}
 			}
 			check("locked access to rank 2", err)
+			// Once the failure is acknowledged, wildcard waits wait for
+			// the living ranks again: rank 1's notice completes one.
+			if got := c0.AckFailures(); len(got) != 1 || got[0] != 2 {
+				t.Errorf("AckFailures() = %v, want [2]", got)
+			}
+			w1 := ws[1]
+			if err := w1.Lock(ctx, false, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := w1.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.Notice{Kind: transport.NoticeTag, Tag: 8}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w1.Unlock(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			live, err := w0.NotifyInit(AnySource, 8, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := live.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := live.Wait(ctx); err != nil || st.Source != 1 {
+				t.Errorf("AnySource wait after AckFailures for rank 1's notice: %+v, %v", st, err)
+			}
 			for _, c := range cs[:2] {
 				c.Close()
 			}

@@ -272,7 +272,7 @@ func (r *Request) testThreshold(name string) (Status, bool, error) {
 		return Status{}, true, opErr(name, r.c.rank, ErrInvalidNotification, "counter %d no longer exists", r.counter)
 	}
 	if cs.v[r.counter].Load() < r.threshold {
-		if !r.c.anyFailed() {
+		if !r.c.newFailure() {
 			return Status{}, false, nil
 		}
 		// Any rank may be the one the counter waits for: after a
@@ -402,7 +402,7 @@ func (w *Win) WaitCounter(ctx context.Context, i int, v uint64) error {
 	if p.Load() >= v {
 		return nil
 	}
-	if err := w.c.wait(ctx, func() bool { return p.Load() >= v || w.c.anyFailed() }); err != nil {
+	if err := w.c.wait(ctx, func() bool { return p.Load() >= v || w.c.newFailure() }); err != nil {
 		return w.c.ctxErr("WaitCounter", err)
 	}
 	if got := p.Load(); got < v {
@@ -496,7 +496,7 @@ func (w *Win) WaitSignal(ctx context.Context, off int, cmp Cmp, v uint64) (uint6
 	if cond() {
 		return got, nil
 	}
-	if err := w.c.wait(ctx, func() bool { return cond() || w.c.anyFailed() }); err != nil {
+	if err := w.c.wait(ctx, func() bool { return cond() || w.c.newFailure() }); err != nil {
 		return 0, w.c.ctxErr("WaitSignal", err)
 	}
 	if !cmp.holds(got, v) {
