@@ -207,23 +207,38 @@ func benchVariants(defaults []string, optional ...string) []string {
 	return vs
 }
 
+// joinPingPong joins the two-rank job of a ping-pong rank process whose
+// call is the message size in bytes (a multiple of 8); done leaves it.
+func joinPingPong(call string) (c *narma.Comm, size int, done func(), err error) {
+	size, err = strconv.Atoi(call)
+	if err != nil || size < 8 || size%8 != 0 {
+		return nil, 0, nil, fmt.Errorf("bad call %q", call)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	c, err = narma.Init(ctx)
+	if err != nil {
+		cancel()
+		return nil, 0, nil, err
+	}
+	done = func() {
+		c.Close()
+		cancel()
+	}
+	if c.Size() != 2 {
+		done()
+		return nil, 0, nil, fmt.Errorf("%d ranks, want 2", c.Size())
+	}
+	return c, size, done, nil
+}
+
 // pingPongRank is one rank process of BenchmarkShmPingPong for the
 // message size in call. Rank 0 prints "PP <variant> <median ns>" lines.
 func pingPongRank(call string) error {
-	size, err := strconv.Atoi(call)
-	if err != nil || size < 8 || size%8 != 0 {
-		return fmt.Errorf("bad call %q", call)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c, err := narma.Init(ctx)
+	c, size, done, err := joinPingPong(call)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if c.Size() != 2 {
-		return fmt.Errorf("%d ranks, want 2", c.Size())
-	}
+	defer done()
 	me := c.Rank()
 	n := size / 8
 	jctx := c.Context()

@@ -1,13 +1,11 @@
 package narma_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/narma-rma/narma"
 )
@@ -44,20 +42,11 @@ func BenchmarkTCPProcPingPong(b *testing.B) {
 // tcpPingPongRank is one rank process of BenchmarkTCPProcPingPong for the
 // message size in call.
 func tcpPingPongRank(call string) error {
-	size, err := strconv.Atoi(call)
-	if err != nil || size < 8 || size%8 != 0 {
-		return fmt.Errorf("bad call %q", call)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c, err := narma.Init(ctx)
+	c, size, done, err := joinPingPong(call)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if c.Size() != 2 {
-		return fmt.Errorf("%d ranks, want 2", c.Size())
-	}
+	defer done()
 	jctx := c.Context()
 	raw, err := dialRaw(c, size)
 	if err != nil {
