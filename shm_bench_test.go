@@ -330,9 +330,9 @@ func limitPingPong(me int, flag, buf, src []byte, seq uint64, iters int) uint64 
 	return seq
 }
 
-// sharedArea maps n bytes of shared memory on both ranks: rank 0 creates
-// a file under /dev/shm, sends its name, and removes it once rank 1 has
-// mapped it.
+// sharedArea maps n bytes of shared memory on every rank: rank 0 creates
+// a file under /dev/shm, sends its name to the others, and removes it
+// once all have mapped it.
 func sharedArea(c *narma.Comm, n int) ([]byte, error) {
 	ctx := c.Context()
 	var name string
@@ -347,8 +347,10 @@ func sharedArea(c *narma.Comm, n int) ([]byte, error) {
 			return nil, err
 		}
 		name = f.Name()
-		if err := c.Send(ctx, []byte(name), 1, 77); err != nil {
-			return nil, err
+		for r := 1; r < c.Size(); r++ {
+			if err := c.Send(ctx, []byte(name), r, 77); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		buf := make([]byte, 4096)
@@ -370,7 +372,7 @@ func sharedArea(c *narma.Comm, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Both mapped before rank 0 removes the name.
+	// All mapped before rank 0 removes the name.
 	if err := c.Barrier(ctx); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,10 @@ type core struct {
 	// the cores (a busy waiter would then keep the rank it waits for off
 	// the processor).
 	spin time.Duration
+	// pollSpins is how many rounds a waiter polls before it looks at
+	// the clock: pollSpins, or pollSpinsShared when ranks outnumber the
+	// cores.
+	pollSpins int
 	// spinRounds is how often a waiter on a transport that is not a
 	// Poller yields before it sleeps: spinRounds, or 0 over a NetPoll
 	// transport.
@@ -98,8 +102,10 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	k.poller, _ = ep.(transport.Poller)
 	k.sleeper, _ = ep.(transport.Sleeper)
 	k.waker, _ = ep.(transport.Waker)
+	k.pollSpins = pollSpinsShared
 	if k.size <= runtime.NumCPU() {
 		k.spin = pollSpin
+		k.pollSpins = pollSpins
 	}
 	if !ep.Caps().NetPoll {
 		k.spinRounds = spinRounds

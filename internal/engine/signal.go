@@ -142,10 +142,17 @@ func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) err
 // transport's background progress waking it. This is MPI libraries'
 // policy of busy polling, with their "yield when idle" when
 // oversubscribed.
+//
+// When ranks outnumber the cores the waiter yields after pollSpinsShared
+// rounds already: a round costs a drain of the transport's queues (100 ns
+// or more), so pollSpins of them would keep the rank it waits for, which
+// may be queued behind it on its core, off the processor for several
+// microseconds of every exchange.
 const (
-	pollSpins = 64
-	pollSpin  = 50 * time.Microsecond
-	pollYield = time.Millisecond
+	pollSpins       = 64
+	pollSpinsShared = 2
+	pollSpin        = 50 * time.Microsecond
+	pollYield       = time.Millisecond
 )
 
 // pollWait is the polling part of wait: it reports whether cond became
@@ -154,18 +161,21 @@ const (
 func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond func() bool) bool {
 	var start time.Time
 	busy := true
-	for i := 0; ; i++ {
+	for i, idle := 0, 0; ; i++ {
 		if cond() {
 			return true
 		}
-		if (!self && p.Poll()) || i < pollSpins {
+		if (!self && p.Poll()) || i < c.pollSpins {
 			continue
 		}
-		if (i-pollSpins)&15 == 0 {
-			if i == pollSpins {
-				start = time.Now()
+		// Past the spins and nothing came: every 16 idle rounds, look at
+		// the clock, the context and the job.
+		if idle&15 == 0 {
+			now := time.Now()
+			if idle == 0 {
+				start = now
 			}
-			since := time.Since(start)
+			since := now.Sub(start)
 			busy = since < c.spin
 			if since > c.spin+pollYield {
 				return false
@@ -179,6 +189,7 @@ func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond
 			default:
 			}
 		}
+		idle++
 		if !busy {
 			p.Yield()
 		}

@@ -69,3 +69,97 @@ func TestWaitSpinsUnlessNetPoll(t *testing.T) {
 		_ = c.Close()
 	}
 }
+
+// scriptedPoller is an endpoint that is a transport.Poller whose Poll
+// reports an arrival on the calls listed in arrivals (counted from 1) and
+// whose Yield counts the yields and the condition checks before the first.
+type scriptedPoller struct {
+	transport.Endpoint
+	checks     *atomic.Int32
+	polls      int
+	arrivals   map[int]bool
+	yields     int
+	firstYield int32 // checks before the first yield, -1 before it
+}
+
+func (p *scriptedPoller) Poll() bool {
+	p.polls++
+	return p.arrivals[p.polls]
+}
+
+func (p *scriptedPoller) PollNotices(transport.NoticeHandler) bool { return p.Poll() }
+
+func (p *scriptedPoller) Yield() {
+	if p.yields == 0 {
+		p.firstYield = p.checks.Load()
+	}
+	p.yields++
+}
+
+func (p *scriptedPoller) Park() {}
+
+// TestPollWaitPolicy checks the polling part of a wait on a Poller: with
+// a core per rank the waiter polls pollSpins rounds and then spins for
+// Comm.spin before it yields; when ranks outnumber the cores it yields
+// after pollSpinsShared rounds, so as not to keep the rank it waits for
+// off the processor; and an arrival found just as the spins end does not
+// cut the busy spin short (the clock starts at the first idle round).
+func TestPollWaitPolicy(t *testing.T) {
+	newComm := func(t *testing.T, spins int, spin time.Duration, arrivals map[int]bool) (*Comm, *scriptedPoller, *atomic.Int32) {
+		eps, err := local.New(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks atomic.Int32
+		p := &scriptedPoller{Endpoint: eps[0], checks: &checks, arrivals: arrivals, firstYield: -1}
+		c := New(eps[0], nil, nil)
+		t.Cleanup(func() { _ = c.Close() })
+		c.pollSpins, c.spin = spins, spin
+		return c, p, &checks
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	t.Run("shared cores", func(t *testing.T) {
+		c, p, checks := newComm(t, pollSpinsShared, 0, nil)
+		ok := c.pollWait(ctx, p, false, func() bool { return checks.Add(1) > 20 })
+		if !ok {
+			t.Fatal("pollWait gave up before its condition held")
+		}
+		if p.firstYield < 0 || p.firstYield > pollSpinsShared+1 {
+			t.Errorf("first yield after %d checks, want at most %d", p.firstYield, pollSpinsShared+1)
+		}
+	})
+	t.Run("a core per rank", func(t *testing.T) {
+		c, p, checks := newComm(t, pollSpins, time.Hour, nil)
+		ok := c.pollWait(ctx, p, false, func() bool { return checks.Add(1) > 5*pollSpins })
+		if !ok {
+			t.Fatal("pollWait gave up before its condition held")
+		}
+		if p.yields != 0 {
+			t.Errorf("%d yields (the first after %d checks) within the busy spin", p.yields, p.firstYield)
+		}
+	})
+	t.Run("arrival as the spins end", func(t *testing.T) {
+		// Poll finds something on the round the spins end: the clock
+		// must still start at the first idle round, not at zero.
+		c, p, checks := newComm(t, pollSpins, time.Hour, map[int]bool{pollSpins + 1: true})
+		ok := c.pollWait(ctx, p, false, func() bool { return checks.Add(1) > 4*pollSpins })
+		if !ok {
+			t.Fatal("pollWait gave up within its busy spin")
+		}
+	})
+	t.Run("gives up after the yields", func(t *testing.T) {
+		c, p, _ := newComm(t, pollSpinsShared, 0, nil)
+		start := time.Now()
+		if c.pollWait(ctx, p, false, func() bool { return false }) {
+			t.Fatal("pollWait reported a condition that never held")
+		}
+		if d := time.Since(start); d < pollYield {
+			t.Errorf("gave up after %v, before pollYield (%v)", d, pollYield)
+		}
+		if p.yields == 0 {
+			t.Error("no yield before giving up")
+		}
+	})
+}
