@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 
@@ -28,10 +29,18 @@ var tcpProcVariants = []string{"raw", "put-notify", "send-recv"}
 // the same two processes, interleaved in rounds. It reports the median
 // half round trips and the ratios notify/raw, flag/notify (put-flag is
 // put, flush, flag: three messages) and sendrecv/notify.
+//
+// NARMA_BENCH_TRANSPORT=hybrid runs it over the hybrid transport instead,
+// the two ranks on two pretend hosts (TCP between them), where a waiting
+// rank also polls shared memory.
 func BenchmarkTCPProcPingPong(b *testing.B) {
+	transport := "tcp"
+	if os.Getenv("NARMA_BENCH_TRANSPORT") == "hybrid" {
+		transport = "hybrid"
+	}
 	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			got := runPingPongJob(b, "tcp", tcpBenchCall+strconv.Itoa(size), benchVariants(tcpProcVariants, "put-flag", "raw-handoff"))
+			got := runPingPongJob(b, transport, tcpBenchCall+strconv.Itoa(size), benchVariants(tcpProcVariants, "put-flag", "raw-handoff"))
 			reportRatio(b, got, "notify/raw", "put-notify", "raw")
 			reportRatio(b, got, "flag/notify", "put-flag", "put-notify")
 			reportRatio(b, got, "sendrecv/notify", "send-recv", "put-notify")
