@@ -12,7 +12,7 @@ import (
 
 	"github.com/narma-rma/narma"
 	"github.com/narma-rma/narma/internal/bench"
-	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport/join"
 )
 
 // runAllCommand is `narmabench all`: it returns the exit status. The
@@ -113,7 +113,7 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 		return err
 	}
 	j := &allJob{o: o, progress: newProgress(stderr)}
-	env, launched, err := bootstrap.FromEnv()
+	env, launched, err := join.Describe()
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,9 @@
 // By default the ranks of the job are goroutines of this process (over the
 // in-process transport, or the one NARMA_TRANSPORT selects). Started by
 // narmarun, every process is one rank of the launcher's job, and rank 0
-// prints the results. Flags of `narmabench pingpong`:
+// prints the results; so too under srun, mpirun or mpiexec, with the
+// rendezvous variables narma.Init needs there. Flags of `narmabench
+// pingpong`:
 //
 //	-n N          ranks (default 2; pingpong needs exactly 2)
 //	--sizes LIST  message sizes, e.g. 8,64,1K,1M (K, M, G: binary units)
@@ -36,7 +38,7 @@
 // The CSV and JSON also describe the run (see bench.Meta): the transport
 // (under narmarun the launcher's, shm, tcp or hybrid; over goroutines the
 // in-process one NARMA_TRANSPORT selects, local if unset), the launcher
-// (narmarun or none), the strategy, the job's ranks, the commit of the
+// (narmarun, slurm, openmpi, mpich or none), the strategy, the job's ranks, the commit of the
 // build (+dirty if the tree had changes), the Go version, GOOS, GOARCH,
 // the number of CPUs, GOMAXPROCS and the date (RFC 3339). The JSON is one
 // object, {"meta": {...}, "rows": [...]} (earlier versions wrote the bare

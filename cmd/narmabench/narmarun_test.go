@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -248,5 +250,73 @@ func checkLaunchedRows(t *testing.T, e bench.Experiment, rows []launchedRow, var
 				t.Errorf("row %+v: times not positive or out of order", r)
 			}
 		}
+	}
+}
+
+// TestUnderOtherLauncher: narmabench started as srun starts its tasks
+// (Slurm's variables, and the rendezvous variables narma.Init needs
+// there) joins that job, one rank per process, instead of running a job
+// of goroutine ranks in every process: rank 0 alone prints the rows, run
+// on the job's 2 ranks, and its metadata names Slurm and TCP.
+func TestUnderOtherLauncher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: builds narmabench")
+	}
+	dir := t.TempDir()
+	_, narmabench := buildLaunched(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var base []string
+	for _, kv := range os.Environ() { // no launcher's variables but ours
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "NARMA_") && !strings.HasPrefix(k, "SLURM_") &&
+			!strings.HasPrefix(k, "OMPI_") && !strings.HasPrefix(k, "PMI") {
+			base = append(base, kv)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const n = 2
+	var outs, errs [n]bytes.Buffer
+	var cmds [n]*exec.Cmd
+	for r := range n {
+		cmd := exec.CommandContext(ctx, narmabench, "pingpong", "--quick", "--sizes", "8", "--variants", "put-notify,send-recv", "--json", "-")
+		cmd.Env = append(slices.Clone(base),
+			"SLURM_PROCID="+strconv.Itoa(r), "SLURM_STEP_NUM_TASKS="+strconv.Itoa(n), "SLURM_JOB_ID=4242",
+			"NARMA_RENDEZVOUS="+addr, "NARMA_SECRET="+strings.Repeat("5a", 32))
+		cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[r] = cmd
+	}
+	for r, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("rank %d: %v\nstderr:\n%s", r, err, errs[r].Bytes())
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	if outs[1].Len() > 0 {
+		t.Errorf("rank 1 printed:\n%s", outs[1].Bytes())
+	}
+	e, _ := bench.Lookup("pingpong")
+	rows, err := parseLaunchedRows(outs[0].Bytes())
+	if err != nil {
+		t.Fatalf("rank 0's output: %v\n%s", err, outs[0].Bytes())
+	}
+	checkLaunchedRows(t, e, rows, []string{"send-recv", "put-notify"}, []int{8}, n) // in the experiment's order
+	var res struct {
+		Meta bench.Meta `json:"meta"`
+	}
+	if err := json.Unmarshal(outs[0].Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Meta; m.Launcher != "slurm" || m.Transport != "tcp" || m.JobRanks != n {
+		t.Errorf("metadata: launcher %q, transport %q, %d ranks; want slurm, tcp, %d", m.Launcher, m.Transport, m.JobRanks, n)
 	}
 }

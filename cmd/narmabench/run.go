@@ -18,7 +18,7 @@ import (
 
 	"github.com/narma-rma/narma"
 	"github.com/narma-rma/narma/internal/bench"
-	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport/join"
 )
 
 // Exit statuses.
@@ -107,12 +107,13 @@ func exitStatus(prefix string, err error, stderr, ustderr io.Writer) int {
 	return exitFail
 }
 
-// launchedRank returns this process's rank in narmarun's job, read from
-// the environment as runJob and runAll read it before they join the
-// job, or -1 if narmarun did not start this process (or its variables
-// are amiss: runJob and runAll then say so).
+// launchedRank returns this process's rank in the job of the launcher
+// that started it (narmarun, or srun, mpirun, mpiexec: see narma.Init),
+// read from the environment as runJob and runAll read it before they
+// join the job, or -1 if no launcher started this process (or its
+// variables are amiss: runJob and runAll then say so).
 func launchedRank() int {
-	env, ok, err := bootstrap.FromEnv()
+	env, ok, err := join.Describe()
 	if !ok || err != nil {
 		return -1
 	}
@@ -391,7 +392,7 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 // reports whether this process holds rank 0. Under the launcher this
 // process is one rank; otherwise the ranks are goroutines.
 func runJob(ctx context.Context, e bench.Experiment, o options) (rows []bench.Row, root bool, err error) {
-	env, launched, err := bootstrap.FromEnv()
+	env, launched, err := join.Describe()
 	if err != nil {
 		return nil, false, err
 	}

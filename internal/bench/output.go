@@ -215,7 +215,9 @@ type Meta struct {
 	// ran over MPI's own.
 	Transport string `json:"transport"`
 	// Launcher is "narmarun" when the ranks are processes of the
-	// launcher's job, "none" when they are goroutines of one process.
+	// launcher's job, the name of another launcher that started them
+	// ("slurm", "openmpi", "mpich": see narma.Init), "none" when they are
+	// goroutines of one process.
 	Launcher string `json:"launcher"`
 	// Strategy is the synchronization strategy of the windows: "default"
 	// (the transport's choice), "immediate" or "deferred".

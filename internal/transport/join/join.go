@@ -108,6 +108,34 @@ func Join(ctx context.Context) (*Job, error) {
 	return j, nil
 }
 
+// Launch describes the job that this process's environment puts it in.
+type Launch struct {
+	// Launcher is "narmarun", or the name of the other launcher that
+	// started the process (package launchenv).
+	Launcher string
+	// Transport names the transport Join uses in that job.
+	Transport string
+	// Rank and Size place the process in the job.
+	Rank, Size int
+}
+
+// Describe says which job Join would join, without joining it: the
+// launcher, the transport, this process's rank and the job's size. ok is
+// false (and err nil) when no launcher started the process, so that Join
+// makes a job of one rank; err reports an environment Join would refuse.
+func Describe() (l Launch, ok bool, err error) {
+	env, ok, err := bootstrap.FromEnv()
+	if err != nil || ok {
+		return Launch{Launcher: "narmarun", Transport: env.Transport, Rank: env.Rank, Size: env.Size}, ok, err
+	}
+	lj, ok, err := launchenv.Detect()
+	if err != nil || !ok {
+		return Launch{}, false, err
+	}
+	// Jobs of other launchers run over TCP (see external).
+	return Launch{Launcher: lj.Launcher, Transport: "tcp", Rank: lj.Rank, Size: lj.Size}, true, nil
+}
+
 // singleton makes a job of one rank over the in-process transport.
 func singleton() (*Job, error) {
 	eps, err := inproc.New(1)
