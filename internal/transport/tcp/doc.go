@@ -50,9 +50,13 @@
 // window, closes the connection and fails that peer; a frame for a
 // region that was just withdrawn is refused and reported to the origin
 // at its next flush. A header alone cannot make the target allocate
-// much: an accumulate's operand (which the target holds in memory of
-// its own) is refused beyond 4 MiB, and the payload of a large active
-// message is allocated as its bytes arrive.
+// much: an accumulate's operand and a get's reply (which the target
+// holds in memory of its own) are refused beyond 4 MiB, and the payload
+// of a large active message is allocated as its bytes arrive. Nor can a
+// peer hold a window by not reading its replies: a get's reply is copied
+// out of the window (into the reply buffer, or for a large one into a
+// buffer the connections share) before it is written, so that Unexpose
+// never waits for the network.
 //
 // # Failure
 //

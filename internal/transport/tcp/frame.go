@@ -132,8 +132,8 @@ const maxPayload = 1 << 30
 // notice riding on the last. A frame in progress holds up the frames
 // behind it on its connection (heartbeats among them), and a write
 // into a window holds the region: chunks keep both short. An
-// accumulate's operand and result, which the target holds in memory of
-// its own, are refused beyond it.
+// accumulate's operand and result, and a get's reply, which the target
+// holds in memory of its own, are refused beyond it.
 const chunkPayload = 4 << 20
 
 func (h *header) encode(b []byte) {
@@ -229,6 +229,11 @@ func decodeHeader(b []byte, request bool) (header, error) {
 	case KindGet:
 		if h.op != 0 || h.typ != 0 || fetch || h.length != 0 || h.id == 0 {
 			return bad("fields of another kind set")
+		}
+		if h.result > chunkPayload {
+			// The target copies the reply into memory of its own
+			// (replyFrom): bounded like an accumulate's.
+			return bad("get of %d bytes over the limit of %d", h.result, chunkPayload)
 		}
 	case KindAccumulate:
 		if !h.op.ValidFor(h.typ) {

@@ -23,7 +23,7 @@ var validHeaders = []struct {
 		aux: uint8(transport.SignalAdd), noffset: 8, nvalue: 1<<64 - 1}},
 	{"empty put with notice", true, header{kind: KindPut, key: 1, off: 128, notice: uint8(transport.NoticeTag), tag: 9}},
 	{"get", true, header{kind: KindGet, id: 1, key: 1, off: 0, result: 64}},
-	{"get with notice", true, header{kind: KindGet, id: 1 << 31, key: 9, off: 16, result: maxPayload,
+	{"get with notice", true, header{kind: KindGet, id: 1 << 31, key: 9, off: 16, result: chunkPayload,
 		notice: uint8(transport.NoticeSignal), aux: uint8(transport.SignalSet), noffset: 24, nvalue: 5}},
 	{"accumulate", true, header{kind: KindAccumulate, op: mem.Sum, typ: mem.Int64, key: 1, off: 8, length: 16}},
 	{"accumulate bytes", true, header{kind: KindAccumulate, op: mem.Bxor, typ: mem.Uint8, key: 1, off: 3, length: 5}},
@@ -86,6 +86,10 @@ func checkDecode(t *testing.T, b []byte) (asRequest, asReply bool) {
 			t.Fatalf("decodeHeader(%x, %v) accepted lengths %d/%d at %d", b, request, h.length, h.result, h.off)
 		}
 		switch h.kind {
+		case KindGet:
+			if h.result > chunkPayload {
+				t.Fatalf("decodeHeader(%x, %v) accepted a get of %d bytes", b, request, h.result)
+			}
 		case KindAccumulate, KindCompareSwap:
 			if h.length > chunkPayload || h.result > chunkPayload {
 				t.Fatalf("decodeHeader(%x, %v) accepted an atomic of %d/%d bytes", b, request, h.length, h.result)
@@ -196,6 +200,7 @@ var invalidHeaders = func() []struct {
 	add("get with fetch flag", with(get, func(h *header) { h.flags = flagFetch }))
 	add("get with op", with(get, func(h *header) { h.op = mem.Replace }))
 	add("get over the limit", with(get, func(h *header) { h.result = maxPayload + 1 }))
+	add("get over the chunk", with(get, func(h *header) { h.result = chunkPayload + 1 }))
 
 	add("accumulate: bitwise op on a float", with(acc, func(h *header) { h.op, h.typ = mem.Band, mem.Float64 }))
 	add("accumulate: op 0", with(acc, func(h *header) { h.op = 0 }))

@@ -163,9 +163,7 @@ func (in *inConn) handle(h *header) error {
 			x.mu.RUnlock()
 			return outside(h, n, len(x.mem))
 		}
-		err := in.reply(h.id, StatusOK, x.mem[h.off:h.off+uint64(n)])
-		x.mu.RUnlock()
-		if err != nil {
+		if err := in.replyFrom(h.id, x, x.mem[h.off:h.off+uint64(n)]); err != nil {
 			return err
 		}
 		in.notify(h)
@@ -487,10 +485,61 @@ func (in *inConn) notify(h *header) {
 }
 
 // reply queues the reply to request id; it goes out when the reader next
-// waits for the network.
+// waits for the network, or now if it does not fit the reply buffer.
 func (in *inConn) reply(id uint32, st Status, payload []byte) error {
 	in.wmu.Lock()
 	defer in.wmu.Unlock()
+	return in.queueReply(id, st, payload)
+}
+
+// replyPool holds the buffers that the replies to large gets are copied
+// into (see replyFrom), as *[]byte. The connections share them rather
+// than each keeping its own: a rank would otherwise hold up to
+// chunkPayload bytes for every peer that ever got that much.
+var replyPool sync.Pool
+
+// replyFrom queues the reply to get id, which carries src, memory of
+// region x, whose lock the caller holds for reading; it releases it.
+//
+// The lock is never held across a write to the network. An origin that
+// stops reading its replies stalls the write once the socket buffers are
+// full, and a write under the lock would stall Unexpose with it (it
+// takes the lock for writing), until the peer timeout or for ever: a
+// misbehaving peer must not make others hang. So the payload is copied
+// under the lock and written after: into the reply buffer if it fits
+// there (as every small reply is anyway: nothing more to pay), else into
+// a buffer of its own, a copy at memory speed of bytes about to cross
+// the network. Interrupting a stalled write instead, as Unexpose
+// interrupts a put that streams into the region (stream), would cut the
+// reply frame short: the rest would have to be copied all the same, or
+// the connection failed, and with it a peer that may only be slow.
+func (in *inConn) replyFrom(id uint32, x *exposed, src []byte) error {
+	in.wmu.Lock()
+	if headerSize+len(src) <= in.bw.Available() {
+		// Fits: queued without a write to the network.
+		err := in.queueReply(id, StatusOK, src)
+		in.wmu.Unlock()
+		x.mu.RUnlock()
+		return err
+	}
+	in.wmu.Unlock()
+	bp, _ := replyPool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if cap(*bp) < len(src) {
+		*bp = make([]byte, len(src))
+	}
+	b := (*bp)[:len(src)]
+	copy(b, src)
+	x.mu.RUnlock()
+	err := in.reply(id, StatusOK, b)
+	replyPool.Put(bp)
+	return err
+}
+
+// queueReply is reply with in.wmu held.
+func (in *inConn) queueReply(id uint32, st Status, payload []byte) error {
 	h := header{kind: KindReply, notice: uint8(st), id: id, length: uint32(len(payload))}
 	h.encode(in.wh[:])
 	if _, err := in.bw.Write(in.wh[:]); err != nil {

@@ -208,3 +208,122 @@ func TestUnexposeStalledPut(t *testing.T) {
 	}
 	w.noFailure(t)
 }
+
+// stallConn reports, once, a write that has not returned stallAfter after
+// it began: the peer stopped taking the bytes and the socket buffers are
+// full.
+type stallConn struct {
+	net.Conn
+	stalled chan struct{}
+	once    *sync.Once
+}
+
+// stallAfter is how long a write must wait before stallConn reports it.
+const stallAfter = 200 * time.Millisecond
+
+func (c *stallConn) Write(b []byte) (int, error) {
+	t := time.AfterFunc(stallAfter, func() { c.once.Do(func() { close(c.stalled) }) })
+	defer t.Stop()
+	return c.Conn.Write(b)
+}
+
+// TestUnexposeStalledGet checks that Unexpose does not wait on the
+// network for the replies to gets of the region: a peer sends many gets
+// (more than the socket buffers hold) and reads none of the replies, so
+// that the target's writes stall. Unexpose must return well within the
+// peer timeout, and once it has returned the region's memory is the
+// user's: the replies, read afterwards, carry what the region held
+// before (or refuse the get), never what the user wrote later.
+func TestUnexposeStalledGet(t *testing.T) {
+	const region = chunkPayload
+	cases := []struct {
+		name        string
+		size, count int
+	}{
+		{"large", chunkPayload, 16},  // each reply larger than the reply buffer
+		{"small", 2 << 10, 16 << 10}, // replies that fit the reply buffer, which fills
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			secret := NewSecret()
+			stalled := make(chan struct{})
+			var once sync.Once
+			eps := newGroup(t, Config{Size: 3, Secret: secret, PeerTimeout: 20 * time.Second,
+				wrapConn: func(self, peer int, out bool, c net.Conn) net.Conn {
+					if self == 1 && peer == 2 && !out { // rank 1's replies to rank 2
+						return &stallConn{Conn: c, stalled: stalled, once: &once}
+					}
+					return c
+				}})
+			w := watch(t, eps[1], region)
+			c := dial(t, eps[1])
+			if err := clientHandshake(c, secret, 2, 1, 3, time.Now().Add(waitLimit)); err != nil {
+				t.Fatalf("handshake as rank 2: %v", err)
+			}
+			offset := func(i int) int { return i * tc.size % region }
+			var gets []byte
+			for i := range tc.count {
+				gets = append(gets, frame(header{kind: KindGet, id: uint32(i + 1), key: uint64(w.key),
+					off: uint64(offset(i)), result: uint32(tc.size)}, nil)...)
+			}
+			// The target may stop reading the gets once its replies
+			// stall: write them on the side.
+			wrote := make(chan error, 1)
+			go func() {
+				_, err := c.Write(gets)
+				wrote <- err
+			}()
+			select {
+			case <-stalled:
+			case <-time.After(waitLimit):
+				t.Fatal("the target's replies did not stall")
+			}
+
+			done := make(chan error, 1)
+			go func() { done <- eps[1].Unexpose(w.key) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Unexpose: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("Unexpose waited more than 5 s for replies the peer does not read")
+				c.Close() // the reader leaves the region once its connection ends
+				<-done
+				<-wrote
+				return
+			}
+			// The memory is the user's again.
+			for i := range w.mem {
+				w.mem[i] = ^w.want[i]
+			}
+
+			var ok, refused int
+			for i := range tc.count {
+				h, payload := readReply(t, c)
+				if h.id != uint32(i+1) {
+					t.Fatalf("reply %d answers get %d", i+1, h.id)
+				}
+				switch st := Status(h.notice); st {
+				case StatusOK:
+					ok++
+					if want := w.want[offset(i) : offset(i)+tc.size]; !bytes.Equal(payload, want) {
+						t.Fatalf("get %d: the reply does not carry what the region held before Unexpose", i+1)
+					}
+				case StatusNoRegion:
+					refused++
+				default:
+					t.Fatalf("get %d answered with status %v", i+1, st)
+				}
+			}
+			if err := <-wrote; err != nil {
+				t.Fatalf("writing the gets: %v", err)
+			}
+			t.Logf("%d gets answered, %d refused", ok, refused)
+			if ok == 0 || refused == 0 {
+				t.Errorf("%d gets answered, %d refused: want some of each", ok, refused)
+			}
+			w.noFailure(t)
+		})
+	}
+}

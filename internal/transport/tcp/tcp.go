@@ -274,7 +274,8 @@ func (e *Endpoint) peer(target int) (*peer, error) {
 // memory hold mu for reading, so Unexpose (which takes it for writing)
 // returns only once none is running. Only a put streaming its payload
 // into the memory waits for the network meanwhile: Unexpose interrupts
-// it (withdraw). Nothing else takes mu for writing while the region is
+// it (withdraw). A get's reply is copied out before it is written
+// (replyFrom). Nothing else takes mu for writing while the region is
 // exposed.
 type exposed struct {
 	mu   sync.RWMutex
@@ -328,9 +329,9 @@ func (e *Endpoint) acquire(key transport.Key) *exposed {
 // in progress finish first, except a put whose payload is still
 // arriving: Unexpose interrupts it, and the rest of its payload is
 // dropped and the put refused, so that a slow or stalled peer cannot
-// hold Unexpose. (A get's reply being written is waited for: one frame,
-// at most 4 MiB, or until the peer timeout fails an origin that stopped
-// reading.)
+// hold Unexpose. A get's reply is copied out of the region before it is
+// written, so a peer that stops reading its replies cannot hold it
+// either; no byte of the region is read once Unexpose has returned.
 func (e *Endpoint) Unexpose(key transport.Key) error {
 	e.rmu.Lock()
 	if !e.open() {
