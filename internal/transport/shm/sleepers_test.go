@@ -1,0 +1,126 @@
+//go:build linux
+
+package shm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// TestSleepTwoSleepers: two goroutines of one rank sleep on its doorbell
+// at once (two waiting goroutines of a Comm, besides the progress
+// goroutine); the first one's Sleep ends (its time passes) while the
+// second still sleeps. An arrival after that must
+// still end the second's Sleep: the header counts its sleepers, so the
+// first one leaving does not make producers stop ringing. The second sleeps
+// for 10 s and must end within 2 s of the arrival: a hang detector, not a
+// measure of speed.
+func TestSleepTwoSleepers(t *testing.T) {
+	eps := newGroup(t, Config{Size: 2, CheckInterval: 5e6})
+	got := make(chan transport.Notice, 16)
+	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+	ams := make(chan struct{}, 16)
+	eps[1].SetAMHandler(7, func(int, []byte, []byte) { ams <- struct{}{} })
+	buf := mem.Alloc(8)
+	defer mem.Free(buf)
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eps[0].Region(1, key, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const long, bound = 10 * time.Second, 2 * time.Second
+	sleep := func(d time.Duration) <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			eps[1].Sleep(d)
+			close(done)
+		}()
+		return done
+	}
+	arrivals := []struct {
+		name   string
+		arrive func() error
+	}{
+		{"a notice", func() error {
+			if err := r.Put(0, []byte{1, 2, 3, 4, 5, 6, 7, 8}, transport.Notice{Kind: transport.NoticeTag, Tag: 9}, nil); err != nil {
+				return err
+			}
+			select {
+			case <-got:
+			case <-time.After(long):
+				t.Error("the notice was not delivered")
+			}
+			return nil
+		}},
+		{"an active message", func() error {
+			if err := eps[0].SendAM(1, 7, []byte{1}, nil); err != nil {
+				return err
+			}
+			select {
+			case <-ams:
+			case <-time.After(long):
+				t.Error("the active message was not delivered")
+			}
+			return nil
+		}},
+		{"a peer's WakeRank", func() error {
+			eps[0].WakeRank(1)
+			return nil
+		}},
+	}
+	// The first sleeper times out; its Sleep begins before the second's,
+	// or after it.
+	for _, before := range []bool{true, false} {
+		order := "after"
+		if before {
+			order = "before"
+		}
+		for _, a := range arrivals {
+			// The last round's WakeRank, which found its sleeper awake
+			// already, is still owed to the next Sleep: take it here.
+			eps[1].Sleep(time.Millisecond)
+			var first, second <-chan struct{}
+			if before {
+				first = sleep(100 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond)
+				second = sleep(long)
+			} else {
+				second = sleep(long)
+				time.Sleep(20 * time.Millisecond)
+				first = sleep(50 * time.Millisecond)
+			}
+			select {
+			case <-first:
+			case <-time.After(long):
+				t.Fatalf("the first Sleep (begun %s the second) did not end", order)
+			}
+			time.Sleep(20 * time.Millisecond) // most likely asleep by now
+			select {
+			case <-second:
+				// Sleep may return early; then this round proves nothing
+				// (nothing here rings the doorbell, so it should not).
+				t.Logf("first begun %s, %s: the second Sleep ended before the arrival", order, a.name)
+				continue
+			default:
+			}
+			at := time.Now()
+			if err := a.arrive(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-second:
+			case <-time.After(bound):
+				t.Fatalf("first begun %s, then %s: the second Sleep did not end within %v of it", order, a.name, bound)
+			}
+			if d := time.Since(at); d > bound {
+				t.Errorf("first begun %s, then %s: the second Sleep ended %v after it", order, a.name, d)
+			}
+		}
+	}
+}
