@@ -44,12 +44,13 @@ type header struct {
 	state atomic.Uint32
 	_     [lineSize - 4]byte
 
-	// bell is the futex word the endpoint's progress goroutine sleeps on;
-	// producers bump it and wake it when sleepers is not zero.
+	// bell is the futex word the endpoint's progress goroutine and its
+	// waiters (Sleep) sleep on; producers bump it and wake them when
+	// sleepers, a count of them, is not zero.
 	bell     atomic.Uint32
 	sleepers atomic.Uint32
 	// wakes is set by a peer's WakeRank before it looks for sleepers:
-	// a sleeper that finds it set does not sleep.
+	// the next Sleep, which clears it, does not sleep.
 	wakes atomic.Uint32
 	_     [lineSize - 12]byte
 

@@ -747,7 +747,10 @@ func (e *Endpoint) WakeRank(r int) {
 }
 
 // Wake rings the endpoint's own doorbell (transport.Sleeper). A Wake
-// with nobody asleep makes the next Sleep return at once.
+// with nobody asleep makes the next Sleep return at once: one Sleep, not
+// one per goroutine, so that of two goroutines that both looked before
+// the Wake and sleep after it, the second sleeps until something else
+// rings or its time passes (WakeRank's wakes is owed the same way).
 func (e *Endpoint) Wake() {
 	hdr := e.own.hdr
 	e.woken.Store(true)
