@@ -15,26 +15,44 @@ import (
 
 // The handshake that opens every connection, before any frame:
 //
-//	origin → target  hello: "NRMT", version (uint16), 0 (uint16), origin
-//	                 rank, target rank, job size (uint32 each), a random
-//	                 32-byte nonce
-//	target → origin  a random 32-byte nonce, then
+//	origin → target  hello: preamble, origin rank, target rank, job size
+//	                 (uint32 each), a random 32-byte nonce
+//	target → origin  preamble; then, if the versions agree, a random
+//	                 32-byte nonce and
 //	                 HMAC-SHA256(secret, "narma-tcp target" || hello || nonce)
 //	origin → target  HMAC-SHA256(secret, "narma-tcp origin" || hello || nonce)
 //	target → origin  one byte 1: accepted
 //
-// Each side proves that it holds the job secret without sending it, over
-// nonces that the other side chose, so a recorded handshake cannot be
-// replayed. The target checks the hello (its own rank, the job size, an
-// origin rank in range that is not connected yet) and the origin's proof
-// before it reads any frame; anything else closes the connection.
+// where the preamble is "NRMT", the protocol version (uint16) and 0
+// (uint16). Each side proves that it holds the job secret without
+// sending it, over nonces that the other side chose, so a recorded
+// handshake cannot be replayed. The target checks the hello (its own
+// rank, the job size, an origin rank in range that is not connected yet)
+// and the origin's proof before it reads any frame; anything else closes
+// the connection.
+//
+// Both ends name their protocol version before anything else, so that
+// ranks of different versions (started from different builds) refuse
+// each other with an error that names both versions: the target
+// answers an origin of another version with its preamble alone and
+// closes the connection, and an origin gives up on a target of another
+// version. (A target of version 1 closed the connection without a word,
+// and its origins did not read a preamble.)
 
 const (
-	helloSize    = 52
+	preambleSize = 8
+	helloSize    = preambleSize + 44
 	nonceSize    = 32
 	macSize      = sha256.Size
-	protoVersion = 1
 )
+
+// protoVersion is the version of the protocol this build speaks, the
+// handshake's and the frames'. Version 2: the target names its version
+// in the handshake; puts, gets and accumulates of more than chunkPayload
+// bytes travel as frames of that size (a larger get or accumulate frame
+// is refused), and progress through a large payload counts as a sign of
+// life of the peer.
+const protoVersion = 2
 
 var helloMagic = [4]byte{'N', 'R', 'M', 'T'}
 
@@ -45,16 +63,39 @@ const MinSecret = 16
 // secret, or one that is not a rank of this job.
 var ErrAuth = errors.New("tcp: connection refused: authentication failed")
 
+// ErrVersion is returned when a handshake fails because the two ends
+// speak different versions of the protocol (ranks started from different
+// builds): its message names both.
+var ErrVersion = errors.New("tcp: connection refused: protocol version mismatch")
+
+// preamble returns the preamble of protocol version v, with which both
+// ends open their side of a connection (with room behind it for the
+// rest of a hello).
+func preamble(v uint16) []byte {
+	b := make([]byte, preambleSize, helloSize)
+	copy(b, helloMagic[:])
+	binary.LittleEndian.PutUint16(b[4:], v)
+	return b
+}
+
+// decodePreamble returns the protocol version that the preamble b names;
+// it reports false if b is not a preamble of narma.
+func decodePreamble(b []byte) (uint16, bool) {
+	if !bytes.Equal(b[:4], helloMagic[:]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint16(b[4:]), true
+}
+
 // hello is the opening message of a connection.
 type hello struct {
 	origin, target, size uint32
 	nonce                [nonceSize]byte
 }
 
+// encode returns the hello as this endpoint sends it.
 func (h *hello) encode() []byte {
-	b := make([]byte, helloSize)
-	copy(b, helloMagic[:])
-	binary.LittleEndian.PutUint16(b[4:], protoVersion)
+	b := preamble(protoVersion)[:helloSize]
 	binary.LittleEndian.PutUint32(b[8:], h.origin)
 	binary.LittleEndian.PutUint32(b[12:], h.target)
 	binary.LittleEndian.PutUint32(b[16:], h.size)
@@ -62,13 +103,12 @@ func (h *hello) encode() []byte {
 	return b
 }
 
+// decodeHello parses a hello of this protocol version; the caller has
+// checked the version (decodePreamble).
 func decodeHello(b []byte) (hello, error) {
 	var h hello
-	if !bytes.Equal(b[:4], helloMagic[:]) {
-		return h, fmt.Errorf("%w: not a narma connection", ErrAuth)
-	}
-	if v := binary.LittleEndian.Uint16(b[4:]); v != protoVersion || b[6] != 0 || b[7] != 0 {
-		return h, fmt.Errorf("%w: protocol version %d, want %d", ErrAuth, v, protoVersion)
+	if b[6] != 0 || b[7] != 0 {
+		return h, fmt.Errorf("%w: malformed hello", ErrAuth)
 	}
 	h.origin = binary.LittleEndian.Uint32(b[8:])
 	h.target = binary.LittleEndian.Uint32(b[12:])
@@ -103,6 +143,20 @@ func clientHandshake(conn net.Conn, secret []byte, origin, target, size int, dea
 	if _, err := conn.Write(hb); err != nil {
 		return err
 	}
+	var pre [preambleSize]byte
+	if _, err := io.ReadFull(conn, pre[:]); err != nil {
+		hint := ""
+		if errors.Is(err, io.EOF) {
+			hint = "; it may speak protocol version 1, which refuses other versions without a word"
+		}
+		return fmt.Errorf("%w: rank %d did not complete the handshake: %v%s", ErrAuth, target, err, hint)
+	}
+	switch v, ok := decodePreamble(pre[:]); {
+	case !ok:
+		return fmt.Errorf("%w: rank %d does not answer as narma does", ErrAuth, target)
+	case v != protoVersion:
+		return fmt.Errorf("%w: rank %d speaks protocol version %d, this endpoint version %d", ErrVersion, target, v, protoVersion)
+	}
 	var reply [nonceSize + macSize]byte
 	if _, err := io.ReadFull(conn, reply[:]); err != nil {
 		return fmt.Errorf("%w: rank %d did not complete the handshake: %v", ErrAuth, target, err)
@@ -133,6 +187,15 @@ func serverHandshake(conn net.Conn, secret []byte, self, size int, accept func(o
 	if _, err := io.ReadFull(conn, hb); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrAuth, err)
 	}
+	switch v, ok := decodePreamble(hb); {
+	case !ok:
+		return 0, fmt.Errorf("%w: not a narma connection", ErrAuth)
+	case v != protoVersion:
+		// Say which version this is, so that the origin can tell its
+		// user (best effort: the connection closes either way).
+		conn.Write(preamble(protoVersion))
+		return 0, fmt.Errorf("%w: a peer speaks protocol version %d, this endpoint version %d", ErrVersion, v, protoVersion)
+	}
 	h, err := decodeHello(hb)
 	if err != nil {
 		return 0, err
@@ -143,7 +206,8 @@ func serverHandshake(conn net.Conn, secret []byte, self, size int, accept func(o
 	}
 	var nonce [nonceSize]byte
 	_, _ = rand.Read(nonce[:])
-	if _, err := conn.Write(append(nonce[:], proof(secret, "target", hb, nonce[:])...)); err != nil {
+	answer := append(append(preamble(protoVersion), nonce[:]...), proof(secret, "target", hb, nonce[:])...)
+	if _, err := conn.Write(answer); err != nil {
 		return 0, err
 	}
 	mac := make([]byte, macSize)

@@ -37,11 +37,13 @@
 //
 // # Security
 //
-// Every connection starts with a handshake in which both ends prove,
-// with HMAC-SHA256 over fresh nonces, that they hold the job secret
-// (Config.Secret; the launcher makes one per job and hands it to the
-// ranks in their environment). A peer without it is refused before it
-// can send a frame. A handshake must end within 10 seconds; at most 64
+// Every connection starts with a handshake in which both ends name the
+// version of the protocol they speak and prove, with HMAC-SHA256 over
+// fresh nonces, that they hold the job secret (Config.Secret; the
+// launcher makes one per job and hands it to the ranks in their
+// environment). A peer without it is refused before it can send a
+// frame; ranks of different versions refuse each other, with an error
+// that names both. A handshake must end within 10 seconds; at most 64
 // incoming connections may be in theirs at once (more are closed at
 // once), and Close closes them without waiting. Every frame is then
 // checked before anything is written: its kind, the fields that kind

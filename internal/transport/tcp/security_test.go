@@ -191,11 +191,12 @@ func proveWithout(c net.Conn, guess []byte, origin, target, size int) bool {
 	if _, err := c.Write(hb); err != nil {
 		return false
 	}
-	var reply [nonceSize + macSize]byte
+	var reply [preambleSize + nonceSize + macSize]byte
 	if _, err := io.ReadFull(c, reply[:]); err != nil {
 		return false
 	}
-	if _, err := c.Write(proof(guess, "origin", hb, reply[:nonceSize])); err != nil {
+	nonce := reply[preambleSize : preambleSize+nonceSize]
+	if _, err := c.Write(proof(guess, "origin", hb, nonce)); err != nil {
 		return false
 	}
 	var ok [1]byte
