@@ -699,9 +699,16 @@ func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 	return n
 }
 
-// Yield gives the processor to another thread of any process
-// (transport.Poller).
-func (e *Endpoint) Yield() { osYield() }
+// Yield gives the processor to other goroutines of this process, then to
+// another thread of any process (transport.Poller): the ranks that wait
+// for this one may be goroutines of this process (a group of goroutine
+// ranks) or other processes, and sched_yield alone would leave the
+// goroutines queued behind the caller waiting until the runtime preempts
+// it (10 ms).
+func (e *Endpoint) Yield() {
+	runtime.Gosched()
+	osYield()
+}
 
 // Park tells the endpoint that its caller stops polling (and sleeps until
 // a handler wakes it): the progress goroutine then sleeps on the doorbell

@@ -3,6 +3,8 @@
 package shm
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,4 +125,28 @@ func TestSleepTwoSleepers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestYieldLetsGoroutinesRun: Yield gives the processor to the other
+// goroutines of the process, not only to other threads: with one
+// processor (GOMAXPROCS=1), a goroutine ready to run gets it within a
+// few Yields of a polling waiter, as goroutine ranks of one process that
+// wait for each other need. sched_yield alone would leave it queued until
+// the runtime preempts the waiter (10 ms, some hundred thousand Yields).
+func TestYieldLetsGoroutinesRun(t *testing.T) {
+	eps := newGroup(t, Config{Size: 1})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var ran atomic.Bool
+	done := make(chan struct{})
+	go func() { // runnable, behind this goroutine on the one processor
+		ran.Store(true)
+		close(done)
+	}()
+	for i := 0; i < 100 && !ran.Load(); i++ {
+		eps[0].Yield()
+	}
+	if !ran.Load() {
+		t.Fatal("a runnable goroutine did not run within 100 Yields on one processor")
+	}
+	<-done
 }
