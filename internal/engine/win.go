@@ -356,8 +356,13 @@ func (w *Win) Free(ctx context.Context) error {
 
 // sendCtl sends a window control message to rank r: it adds one to r's
 // control word for it, directly if the transport allows, else by an
-// active message whose handler (handleWin) does.
+// active message whose handler (handleWin) does. A message to a rank
+// known to have failed fails with ErrPeer on both paths: its memory may
+// still be there to add to, but nobody will take the message.
 func (w *Win) sendCtl(op string, r int, kind uint8) error {
+	if w.c.peerFailed(r) {
+		return opErr(op, w.c.rank, ErrPeer, "rank %d failed", r)
+	}
 	if w.ctlWords != nil {
 		mem.AtomicAdd64(w.ctlWords[r][ctlOffset(kind, w.c.rank, w.c.size):], 1)
 		w.c.waker.WakeRank(r)
