@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync/atomic"
 	"testing"
 
+	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/local"
 )
@@ -18,9 +20,18 @@ import (
 // shared memory).
 var ctlPaths = []string{"messages", "words"}
 
-// failEndpoint is a local endpoint, for the tests to build on.
+// failEndpoint is a local endpoint that can refuse window control
+// messages to one rank, as if that rank had just failed.
 type failEndpoint struct {
 	*local.Endpoint
+	refuse atomic.Int32 // 1 + the rank window control messages are refused to; 0: none
+}
+
+func (e *failEndpoint) SendAM(dst int, id transport.AMID, hdr, payload []byte) error {
+	if id == amWin && int(e.refuse.Load()) == dst+1 {
+		return fmt.Errorf("test: control message to rank %d refused: %w", dst, transport.ErrPeer)
+	}
+	return e.Endpoint.SendAM(dst, id, hdr, payload)
 }
 
 // wakingEndpoint is a failEndpoint that is also a transport.Waker, so
@@ -75,6 +86,13 @@ func newFailWorld(t *testing.T, n int, st Strategy, path string) *failWorld {
 	return fw
 }
 
+// put puts v into the first word of rank t's window from w.
+func put(w *Win, t int, v uint64) error {
+	b := make([]byte, 8)
+	mem.AtomicStore64(b, v)
+	return w.Do(&Access{Kind: KindPut, Type: mem.Uint64, Origin: b, Target: t})
+}
+
 // wantPeer fails the test unless err wraps ErrPeer and names rank r.
 func wantPeer(t *testing.T, what string, err error, r int) {
 	t.Helper()
@@ -111,5 +129,185 @@ func TestCtlToFailedRank(t *testing.T) {
 			}
 			wantPeer(t, "Post to the failed rank", w0.Post([]int{2}, 0), 2)
 		})
+	}
+}
+
+// TestPSCWWaitTakesLiveCompletes: a Wait that fails because an origin
+// failed still takes the completes the live origins sent for the epoch.
+// Left in the control words, such a complete would end the next exposure
+// epoch before that origin's next Complete: the target would read its
+// window while the origin is still writing it.
+func TestPSCWWaitTakesLiveCompletes(t *testing.T) {
+	for _, st := range []Strategy{Immediate, Deferred} {
+		for _, path := range ctlPaths {
+			t.Run(st.String()+"/"+path, func(t *testing.T) {
+				// Rank 0 exposes its window to 1 and 2; 1 completes, 2 dies.
+				fw := newFailWorld(t, 3, st, path)
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				defer cancel()
+				w0, w1 := fw.ws[0], fw.ws[1]
+				if err := w0.Post([]int{1, 2}, 0); err != nil {
+					t.Fatal(err)
+				}
+				epoch(t, ctx, w1, 0, 1)
+				if err := fw.f.Kill(2); err != nil {
+					t.Fatal(err)
+				}
+				wantPeer(t, "Wait with origin 2 dead", w0.Wait(ctx), 2)
+				checkWord(t, w0, 1)
+				nextEpochInStep(t, ctx, w0, w1)
+			})
+		}
+	}
+}
+
+// TestPSCWPostToFailedRank: a Post whose group holds a rank known to have
+// failed posts to nobody and opens no epoch: the live origins of the group
+// get no post to take, and the next epoch with them is in step.
+func TestPSCWPostToFailedRank(t *testing.T) {
+	for _, st := range []Strategy{Immediate, Deferred} {
+		for _, path := range ctlPaths {
+			for _, group := range [][]int{{1, 2}, {2, 1}} {
+				t.Run(fmt.Sprintf("%v/%s/%v", st, path, group), func(t *testing.T) {
+					fw := newFailWorld(t, 3, st, path)
+					ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+					defer cancel()
+					w0, w1 := fw.ws[0], fw.ws[1]
+					if err := fw.f.Kill(2); err != nil {
+						t.Fatal(err)
+					}
+					wantPeer(t, "Post with rank 2 dead", w0.Post(group, 0), 2)
+					if w0.exposeOn {
+						t.Error("an exposure epoch is open after the failed Post")
+					}
+					nextEpochInStep(t, ctx, w0, w1)
+				})
+			}
+		}
+	}
+}
+
+// TestPSCWPostFailsMidway: when a post cannot be sent to a rank that was
+// not known to have failed, the origins posted to before it will access
+// the window and complete though Post failed and opened no epoch: the
+// next Wait on each of them waits for that complete as well as its own.
+// Left in the control words, the early complete would end that epoch
+// before the origin completes it.
+func TestPSCWPostFailsMidway(t *testing.T) {
+	for _, st := range []Strategy{Immediate, Deferred} {
+		t.Run(st.String(), func(t *testing.T) {
+			fw := newFailWorld(t, 3, st, "messages")
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			w0, w1 := fw.ws[0], fw.ws[1]
+			fw.eps[0].refuse.Store(2 + 1)
+			wantPeer(t, "Post failing at rank 2", w0.Post([]int{1, 2}, 0), 2)
+			fw.eps[0].refuse.Store(0)
+			if w0.exposeOn {
+				t.Error("an exposure epoch is open after the failed Post")
+			}
+			epoch(t, ctx, w1, 0, 1) // on the post rank 1 got
+			nextEpochInStep(t, ctx, w0, w1)
+		})
+	}
+}
+
+// TestPSCWAccessWithFailedTarget: an access epoch whose group holds a
+// failed target goes on with the live targets: their posts are taken and
+// they are sent their complete, so their Wait returns. The immediate Start
+// fails and ends its empty epoch with them at once; the deferred Complete
+// performs the operations queued for them first, dropping those for the
+// failed target. No post is left over for the next epoch.
+func TestPSCWAccessWithFailedTarget(t *testing.T) {
+	for _, st := range []Strategy{Immediate, Deferred} {
+		for _, path := range ctlPaths {
+			t.Run(st.String()+"/"+path, func(t *testing.T) {
+				fw := newFailWorld(t, 3, st, path)
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				defer cancel()
+				w0, w1 := fw.ws[0], fw.ws[1]
+				if err := fw.f.Kill(2); err != nil {
+					t.Fatal(err)
+				}
+				if err := w0.Post([]int{1}, 0); err != nil {
+					t.Fatal(err)
+				}
+				err := w1.Start(ctx, []int{0, 2}, 0)
+				want := uint64(0)
+				if st == Immediate {
+					wantPeer(t, "immediate Start with target 2 dead", err, 2)
+				} else {
+					if err != nil {
+						t.Fatalf("deferred Start: %v", err)
+					}
+					for _, tg := range []int{0, 2} {
+						if err := put(w1, tg, 1); err != nil {
+							t.Fatalf("deferred put to rank %d: %v", tg, err)
+						}
+					}
+					wantPeer(t, "deferred Complete with target 2 dead", w1.Complete(ctx), 2)
+					want = 1
+				}
+				if w1.accessOn || w1.queued != 0 {
+					t.Errorf("after the failure: access epoch open %v, %d operations queued", w1.accessOn, w1.queued)
+				}
+				if err := w0.Wait(ctx); err != nil {
+					t.Fatalf("Wait of the live target: %v", err)
+				}
+				checkWord(t, w0, want)
+				nextEpochInStep(t, ctx, w0, w1)
+			})
+		}
+	}
+}
+
+// epoch runs a whole access epoch of w to target t, putting v.
+func epoch(t *testing.T, ctx context.Context, w *Win, target int, v uint64) {
+	t.Helper()
+	if err := w.Start(ctx, []int{target}, 0); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if err := put(w, target, v); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	if err := w.Complete(ctx); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+}
+
+// checkWord checks the first word of w's window.
+func checkWord(t *testing.T, w *Win, want uint64) {
+	t.Helper()
+	if got := mem.AtomicLoad64(w.mem); got != want {
+		t.Errorf("window of rank %d holds %d, want %d", w.c.rank, got, want)
+	}
+}
+
+// nextEpochInStep checks that, after an epoch between target w0 and origin
+// w1 that a failure disturbed, no post or complete is left over: w1 has no
+// post of w0 to take, the next exposure epoch does not end before w1
+// completes it, and a full epoch then works and takes every message.
+func nextEpochInStep(t *testing.T, ctx context.Context, w0, w1 *Win) {
+	t.Helper()
+	o, tg := w1.c.rank, w0.c.rank
+	if n := w1.ctlPending(winPost, tg); n != 0 {
+		t.Errorf("origin %d holds %d posts of target %d not taken", o, n, tg)
+	}
+	if err := w0.Post([]int{o}, 0); err != nil {
+		t.Fatalf("next Post: %v", err)
+	}
+	if done, err := w0.Test(); done || err != nil {
+		t.Fatalf("next exposure epoch ended before the origin started it: %v, %v", done, err)
+	}
+	epoch(t, ctx, w1, tg, 2)
+	if err := w0.Wait(ctx); err != nil {
+		t.Fatalf("next Wait: %v", err)
+	}
+	checkWord(t, w0, 2)
+	if n := w1.ctlPending(winPost, tg); n != 0 {
+		t.Errorf("origin %d holds %d posts of target %d not taken", o, n, tg)
+	}
+	if n := w0.ctlPending(winComplete, o); n != 0 {
+		t.Errorf("target %d holds %d completes of origin %d not taken", tg, n, o)
 	}
 }

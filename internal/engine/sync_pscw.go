@@ -21,6 +21,13 @@ func (w *Win) checkGroup(name string, group []int) error {
 // this rank's window until Wait returns. Unless NoCheck is asserted (by
 // Post and the matching Starts alike), each origin is sent a post message.
 // Post does not block.
+//
+// If a rank of group is known to have failed, Post posts to nobody, opens
+// no epoch and returns an error wrapping ErrPeer that names it. If a post
+// cannot be sent (its rank failing meanwhile), no epoch is open either,
+// but the origins posted to before it will access the window and complete:
+// the Wait of the next exposure epoch that includes each of them waits for
+// that complete as well as its own.
 func (w *Win) Post(group []int, assert Assert) error {
 	if err := w.check("Post"); err != nil {
 		return err
@@ -39,7 +46,15 @@ func (w *Win) Post(group []int, assert Assert) error {
 	}
 	if assert&NoCheck == 0 {
 		for _, r := range group {
+			if w.c.peerFailed(r) {
+				return opErr("Post", w.c.rank, ErrPeer, "rank %d failed", r)
+			}
+		}
+		for i, r := range group {
 			if err := w.sendCtl("Post", r, winPost); err != nil {
+				for _, p := range group[:i] {
+					w.owedCompletes[p]++
+				}
 				return err
 			}
 		}
@@ -52,6 +67,12 @@ func (w *Win) Post(group []int, assert Assert) error {
 // Start starts an access epoch to the targets in group. With the immediate
 // strategy it waits for each target's post; with the deferred strategy it
 // returns at once and Complete waits. NoCheck skips the wait.
+//
+// If a target fails before posting, the immediate Start opens no epoch and
+// returns an error wrapping ErrPeer that names it; it takes the others'
+// posts and ends its (empty) epoch with them at once, so that their Wait
+// returns and the next epochs stay in step. If ctx ends first, no epoch is
+// open and no post is taken.
 func (w *Win) Start(ctx context.Context, group []int, assert Assert) error {
 	if err := w.check("Start"); err != nil {
 		return err
@@ -76,6 +97,15 @@ func (w *Win) Start(ctx context.Context, group []int, assert Assert) error {
 	w.postsTaken = false
 	if w.strategy == Immediate && !w.accessNoCheck {
 		if err := w.takePosts(ctx, "Start"); err != nil {
+			if w.postsTaken {
+				// A target failed: complete the empty epoch with the
+				// others, whose posts were taken.
+				for _, r := range group {
+					if !w.c.peerFailed(r) {
+						_ = w.sendCtl("Start", r, winComplete) // fails only if r fails too
+					}
+				}
+			}
 			return err
 		}
 	}
@@ -87,7 +117,11 @@ func (w *Win) Start(ctx context.Context, group []int, assert Assert) error {
 }
 
 // takePosts waits for, and consumes, one post from every target of the
-// access group.
+// access group, and sets postsTaken. A target that failed before posting
+// does not stop it: the others' posts are taken, and the error (wrapping
+// ErrPeer) names the first that failed. Left in the control words, a live
+// target's post would open the next access epoch to it before the target
+// posts again. If ctx ends first, nothing is taken.
 func (w *Win) takePosts(ctx context.Context, name string) error {
 	err := w.c.wait(ctx, func() bool {
 		for _, r := range w.access {
@@ -100,24 +134,29 @@ func (w *Win) takePosts(ctx context.Context, name string) error {
 	if err != nil {
 		return w.c.ctxErr(name, err)
 	}
+	var failed error
 	for _, r := range w.access {
 		if w.ctlPending(winPost, r) == 0 {
-			return opErr(name, w.c.rank, ErrPeer, "rank %d failed before posting", r)
+			if failed == nil {
+				failed = opErr(name, w.c.rank, ErrPeer, "rank %d failed before posting", r)
+			}
+			continue
 		}
-	}
-	for _, r := range w.access {
 		w.seenPosts[r]++
 	}
 	w.postsTaken = true
-	return nil
+	return failed
 }
 
 // Complete ends the access epoch: every operation is complete at its
 // target when the target's Wait returns. With the deferred strategy this is
-// where the posts are awaited and the queued operations performed; if a
-// target fails before posting, the epoch ends with an error wrapping
-// ErrPeer and the queued operations are dropped (if ctx ends first, the
-// epoch stays open and Complete may be called again).
+// where the posts are awaited and the queued operations performed (if ctx
+// ends first, the epoch stays open and Complete may be called again).
+//
+// A target that has failed does not stop the epoch with the others: their
+// operations are completed and they are told, so that their Wait returns;
+// the operations queued for the failed target are dropped, and Complete
+// returns an error wrapping ErrPeer that names it.
 func (w *Win) Complete(ctx context.Context) error {
 	if err := w.check("Complete"); err != nil {
 		return err
@@ -125,29 +164,38 @@ func (w *Win) Complete(ctx context.Context) error {
 	if !w.accessOn {
 		return opErr("Complete", w.c.rank, ErrEpoch, "no access epoch is open")
 	}
+	var first error
 	if !w.accessNoCheck && !w.postsTaken {
 		if err := w.takePosts(ctx, "Complete"); err != nil {
-			if ctx.Err() != nil {
-				return err // the epoch stays open; Complete may be retried
+			if !w.postsTaken {
+				return err // ctx ended: the epoch stays open; Complete may be retried
 			}
-			// A target failed: the epoch cannot complete. End it, dropping
-			// the operations queued for its group.
-			for _, r := range w.access {
-				w.discard(r, err)
-				w.accessSet[r] = false
-			}
-			w.accessOn = false
-			return err
+			first = err // a target failed before posting
 		}
 	}
-	var first error
 	for _, r := range w.access {
+		if w.c.peerFailed(r) {
+			// Nobody will see these operations, and r's post may never
+			// have come: drop them.
+			err := opErr("Complete", w.c.rank, ErrPeer, "rank %d failed", r)
+			w.discard(r, err)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
 		if err := w.replay("Complete", r, false); err != nil && first == nil {
 			first = err
 		}
 	}
 	for _, r := range w.access {
 		w.accessSet[r] = false
+		if w.c.peerFailed(r) {
+			if first == nil {
+				first = opErr("Complete", w.c.rank, ErrPeer, "rank %d failed", r)
+			}
+			continue
+		}
 		// r's Wait returns on this message and r then reads its window:
 		// it is sent only once the operations on r are complete there.
 		// A target whose flush failed (the context ended, say, with
@@ -167,7 +215,10 @@ func (w *Win) Complete(ctx context.Context) error {
 }
 
 // Wait ends the exposure epoch: it returns when every origin of the post
-// group has called Complete, so all their operations are visible.
+// group has called Complete, so all their operations are visible. An
+// origin that failed before its Complete does not stop it: the others'
+// completes are taken, the epoch ends, and the error (wrapping ErrPeer)
+// names the failed origin. If ctx ends first, the epoch stays open.
 func (w *Win) Wait(ctx context.Context) error {
 	if err := w.check("Wait"); err != nil {
 		return err
@@ -198,24 +249,33 @@ func (w *Win) Test() (bool, error) {
 	return true, w.takeCompletes("Test")
 }
 
+// completesIn reports whether every origin of the exposure group has sent
+// its complete (and those it owes, see Post) or failed.
 func (w *Win) completesIn() bool {
 	for _, r := range w.exposeGrp {
-		if w.ctlPending(winComplete, r) == 0 && !w.c.peerFailed(r) {
+		if w.ctlPending(winComplete, r) <= w.owedCompletes[r] && !w.c.peerFailed(r) {
 			return false
 		}
 	}
 	return true
 }
 
+// takeCompletes ends the exposure epoch once completesIn holds: it takes
+// the complete of every origin of the group (and those it owed), of a
+// failed origin as many as came, and reports the first origin that failed
+// without completing. Left in the control words, a live origin's complete
+// would end the next exposure epoch before that origin completes it.
 func (w *Win) takeCompletes(name string) error {
 	w.exposeOn = false
+	var failed error
 	for _, r := range w.exposeGrp {
-		if w.ctlPending(winComplete, r) == 0 {
-			return opErr(name, w.c.rank, ErrPeer, "rank %d failed before completing", r)
+		want := w.owedCompletes[r] + 1
+		got := min(w.ctlPending(winComplete, r), want)
+		if got < want && failed == nil {
+			failed = opErr(name, w.c.rank, ErrPeer, "rank %d failed before completing", r)
 		}
+		w.seenCompletes[r] += got
+		w.owedCompletes[r] = 0
 	}
-	for _, r := range w.exposeGrp {
-		w.seenCompletes[r]++
-	}
-	return nil
+	return failed
 }

@@ -168,6 +168,10 @@ type Win struct {
 	seenPosts     []uint64
 	seenCompletes []uint64
 	seenFence     uint64
+	// owedCompletes counts, per origin, the completes of posts that a
+	// failed Post sent without opening an epoch: the next Wait on that
+	// origin takes them as well as its own.
+	owedCompletes []uint64
 }
 
 // Allocate creates a window over size bytes of library memory, collectively.
@@ -222,6 +226,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		queue:         make([][]rmaOp, n),
 		seenPosts:     make([]uint64, n),
 		seenCompletes: make([]uint64, n),
+		owedCompletes: make([]uint64, n),
 		ncounters:     make([]int, n),
 	}
 	w.direct = w.takeNotice
