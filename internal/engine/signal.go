@@ -212,21 +212,27 @@ func (c *Comm) sleepWait(ctx context.Context, self bool, cond func() bool) error
 	stop := context.AfterFunc(ctx, s.Wake)
 	defer stop()
 	for {
+		// Registered before the last looks: an arrival or a wake after
+		// them ends the sleep.
+		t := s.Prepare()
 		if !self {
 			s.Poll()
 		}
 		if cond() {
+			s.Cancel()
 			return nil
 		}
 		if ctx.Err() != nil {
+			s.Cancel()
 			return c.stopErr(ctx)
 		}
 		select {
 		case <-c.abort:
+			s.Cancel()
 			return c.abortError()
 		default:
 		}
-		s.Sleep(sleepMax)
+		s.Sleep(t, sleepMax)
 	}
 }
 

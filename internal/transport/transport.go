@@ -250,13 +250,25 @@ type Poller interface {
 // transport's own doorbell (a futex that producers ring), so that an
 // arrival wakes the waiting thread itself rather than a background
 // goroutine that then wakes it.
+//
+// A waiter first calls Prepare, then looks for what it waits for (Poll,
+// its own condition), then either sleeps with Sleep, passing Prepare's
+// ticket, or calls Cancel. Every arrival and every Wake after Prepare
+// ends that Sleep (or makes it return at once), however many goroutines
+// of the endpoint sleep: none is owed to one sleeper only.
 type Sleeper interface {
 	Poller
+	// Prepare registers the caller as about to sleep and returns its
+	// ticket. It must be followed by exactly one Sleep or Cancel.
+	Prepare() uint32
 	// Sleep blocks the calling goroutine (and its thread) until
-	// something arrives that Poll would deliver, Wake is called, or d
-	// passes; it may return early. It returns at once if something is
-	// already waiting.
-	Sleep(d time.Duration)
-	// Wake ends the Sleep of every sleeper of this endpoint.
+	// something arrives that Poll would deliver, Wake is called (either
+	// since the Prepare that gave ticket), or d passes; it may return
+	// early. It ends the registration of Prepare.
+	Sleep(ticket uint32, d time.Duration)
+	// Cancel ends the registration of Prepare without sleeping.
+	Cancel()
+	// Wake ends the Sleep of every sleeper of this endpoint and of every
+	// goroutine between Prepare and Sleep.
 	Wake()
 }

@@ -74,13 +74,15 @@
 // reader goroutines instead, and Poll does not see them; so that they
 // wake a waiter too, the translating TCP handlers (and the failure
 // handlers), after running the engine's, ring the shm doorbell (Wake) if
-// a goroutine is in Sleep, and leave a mark that makes the next Sleep
-// return at once. Sleep
-// registers itself before it looks at the mark, and a TCP handler sets
-// the mark before it looks for sleepers (sequentially consistent atomics,
-// as in shm's own Sleep and Wake), so a TCP delivery either finds the
-// sleeper and rings, or the sleeper finds its mark: no wake-up is lost
-// between a waiter's last look and its sleep. The engine adds its own
+// a goroutine is registered as a sleeper (between Prepare and the end of
+// Sleep or Cancel). A waiter registers before its last look at what it
+// waits for, and a TCP handler runs the engine's handler before it looks
+// for sleepers (sequentially consistent atomics, as in shm's own Prepare
+// and Wake), so a TCP delivery either finds the sleeper and rings,
+// changing the doorbell's count so that the sleep with the older ticket
+// returns at once, or came before the waiter's last look, which sees
+// it: no wake-up is lost between a waiter's last look and its sleep,
+// however many goroutines wait. The engine adds its own
 // guarantee on top: its handlers call Wake (Comm.wake) whenever a waiter
 // is registered, and its waiters register before their last check
 // (internal/engine/signal.go, sleepWait), so a rank waiting for a notice

@@ -46,11 +46,8 @@ type Endpoint struct {
 
 	pollX atomic.Pointer[pollXlate] // a translator for PollNotices, nil while in use
 
-	// Remote deliveries wake sleepers: see Sleep.
-	wake struct {
-		sleeping atomic.Int32 // goroutines in Sleep
-		arrived  atomic.Int32 // 1: a remote delivery ran since a Sleep last looked
-	}
+	// Remote deliveries wake sleepers: see Prepare.
+	sleeping atomic.Int32 // goroutines between Prepare and the end of Sleep or Cancel
 }
 
 // Endpoint states.
@@ -531,36 +528,38 @@ func (e *Endpoint) Yield() { e.sleeper.Yield() }
 // (transport.Poller).
 func (e *Endpoint) Park() { e.sleeper.Park() }
 
-// Sleep sleeps on the local endpoint's doorbell for at most d
-// (transport.Sleeper). It returns at once if a remote delivery (or a
-// failure report) ran since the last Sleep looked; one that runs during
-// the Sleep ends it.
-func (e *Endpoint) Sleep(d time.Duration) {
-	w := &e.wake
-	w.sleeping.Add(1)
-	// Registered before this last look: a remote delivery that comes
-	// after it sees the sleeper and rings; one that came before left
-	// arrived set.
-	if w.arrived.Swap(0) == 0 {
-		e.sleeper.Sleep(d)
-	}
-	w.sleeping.Add(-1)
+// Prepare registers the caller as a sleeper (transport.Sleeper): from
+// now on remote deliveries ring the local endpoint's doorbell, whose
+// ticket it returns.
+func (e *Endpoint) Prepare() uint32 {
+	e.sleeping.Add(1)
+	return e.sleeper.Prepare()
+}
+
+// Sleep sleeps on the local endpoint's doorbell for at most d, unless it
+// rang since the Prepare that gave ticket: same-host arrivals, Wake and
+// remote deliveries ring it (transport.Sleeper).
+func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
+	e.sleeper.Sleep(ticket, d)
+	e.sleeping.Add(-1)
+}
+
+// Cancel ends the registration of Prepare (transport.Sleeper).
+func (e *Endpoint) Cancel() {
+	e.sleeper.Cancel()
+	e.sleeping.Add(-1)
 }
 
 // Wake ends the Sleep of every sleeper (transport.Sleeper).
 func (e *Endpoint) Wake() { e.sleeper.Wake() }
 
 // delivered is called after each delivery that the local doorbell does
-// not announce (remote notices and active messages, failures): it leaves
-// a mark for the next Sleep, and rings the doorbell if somebody sleeps on
-// it. When the mark is already there and nobody sleeps, it costs two
-// loads.
+// not announce (remote notices and active messages, failures): it rings
+// the doorbell if a goroutine is registered as a sleeper (Prepare). With
+// nobody registered it costs one load: a waiter that registers later
+// looks for what arrived after its Prepare.
 func (e *Endpoint) delivered() {
-	w := &e.wake
-	if w.arrived.Load() == 0 {
-		w.arrived.Store(1)
-	}
-	if w.sleeping.Load() != 0 {
+	if e.sleeping.Load() != 0 {
 		e.sleeper.Wake()
 	}
 }

@@ -263,15 +263,17 @@ func TestWaitLocalAndRemote(t *testing.T) {
 	wait := func(src, n int, direct bool) time.Duration {
 		start := time.Now()
 		for log.count(src) < n {
+			ticket := w.Prepare()
 			if direct {
 				w.PollNotices(log.add)
 			} else {
 				w.Poll()
 			}
 			if log.count(src) >= n {
+				w.Cancel()
 				break
 			}
-			w.Sleep(time.Minute)
+			w.Sleep(ticket, time.Minute)
 			if time.Since(start) > bound {
 				t.Fatalf("waited %v for notice %d of rank %d: wake-up lost", time.Since(start), n-1, src)
 			}
@@ -333,9 +335,9 @@ func TestWaitLocalAndRemote(t *testing.T) {
 }
 
 // TestSleepRemote: a remote active message ends a Sleep in progress, and
-// one that was handled before a Sleep makes it return at once, although
-// the handler does not call Wake; with nothing arriving, Sleep lasts its
-// time.
+// one that was handled between its Prepare and it makes it return at
+// once, although the handler does not call Wake; with nothing arriving,
+// Sleep lasts its time.
 func TestSleepRemote(t *testing.T) {
 	eps := newWorld(t, nil, []int{0, 1})
 	got := make(chan struct{}, 16)
@@ -343,7 +345,7 @@ func TestSleepRemote(t *testing.T) {
 	sleep := func(d time.Duration) <-chan struct{} {
 		done := make(chan struct{})
 		go func() {
-			eps[0].Sleep(d)
+			eps[0].Sleep(eps[0].Prepare(), d)
 			close(done)
 		}()
 		return done
@@ -362,12 +364,18 @@ func TestSleepRemote(t *testing.T) {
 		t.Errorf("Sleep(20ms) returned after %v with nothing arriving", d)
 	}
 
-	// Handled before the Sleep.
+	// Handled after the Prepare, before the Sleep.
+	ticket := eps[0].Prepare()
 	if err := eps[1].SendAM(0, 1, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	<-got
-	ended("an earlier remote arrival", sleep(time.Minute))
+	early := make(chan struct{})
+	go func() {
+		eps[0].Sleep(ticket, time.Minute)
+		close(early)
+	}()
+	ended("a remote arrival after its Prepare", early)
 
 	// Arriving during it.
 	done := sleep(time.Minute)

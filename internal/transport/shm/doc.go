@@ -25,7 +25,10 @@
 //
 // Waiting: a waiter polls, yields, then sleeps on its endpoint's doorbell
 // (a futex word in its control segment), which producers ring only when
-// someone sleeps. Peers are watched for failure: a rank whose process is
+// someone sleeps. A sleeper registers (Prepare) before its last look and
+// sleeps only while the doorbell's count still equals what it read then,
+// so no ring between its look and its sleep is lost, for any number of
+// sleeping goroutines. Peers are watched for failure: a rank whose process is
 // gone is reported to the engine within Config.CheckInterval.
 //
 // Segment files are named after the job (NewJobID), so that the job's

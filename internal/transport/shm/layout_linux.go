@@ -18,7 +18,7 @@ import (
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0003 // "narma", layout version 3
+	magic     = 0x616d72616e_0004 // "narma", layout version 4
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -45,14 +45,12 @@ type header struct {
 	_     [lineSize - 4]byte
 
 	// bell is the futex word the endpoint's progress goroutine and its
-	// waiters (Sleep) sleep on; producers bump it and wake them when
-	// sleepers, a count of them, is not zero.
+	// waiters (Sleep) sleep on; producers, wakers and a peer's WakeRank
+	// bump it and wake them when sleepers, a count of the sleepers and of
+	// the waiters between Prepare and Sleep, is not zero.
 	bell     atomic.Uint32
 	sleepers atomic.Uint32
-	// wakes is set by a peer's WakeRank before it looks for sleepers:
-	// the next Sleep, which clears it, does not sleep.
-	wakes atomic.Uint32
-	_     [lineSize - 12]byte
+	_        [lineSize - 8]byte
 
 	// amSeq counts AM records published to any of the endpoint's rings,
 	// so that a poll that finds it unchanged skips the rings.

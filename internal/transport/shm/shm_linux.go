@@ -86,7 +86,6 @@ type Endpoint struct {
 	scratch  []byte        // for records that wrap around the ring end
 
 	polled atomic.Bool // Poll was called since the progress goroutine last looked
-	woken  atomic.Bool // Wake was called since the last Sleep
 	kick   chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -720,47 +719,45 @@ func (e *Endpoint) Park() {
 	}
 }
 
-// Sleep sleeps on the endpoint's doorbell, which producers ring when it
-// has sleepers, for at most d (transport.Sleeper).
-func (e *Endpoint) Sleep(d time.Duration) {
+// Prepare registers the caller as a sleeper on the endpoint's doorbell
+// and returns the doorbell's count as its ticket (transport.Sleeper):
+// from now on every producer rings, and every ring changes the count.
+func (e *Endpoint) Prepare() uint32 {
 	hdr := e.own.hdr
 	hdr.sleepers.Add(1)
-	b := hdr.bell.Load()
-	// Registered before these last looks: a producer that publishes
-	// after them sees the sleeper and rings, changing bell, so the futex
-	// does not sleep; a Wake since the caller last looked left woken, a
-	// WakeRank left wakes set (or, if it came after the Swap, saw the
-	// sleeper and rang after bell was read).
-	if hdr.wakes.Swap(0) == 0 && !e.woken.Swap(false) && !e.pendingRacy() && !e.closed.Load() {
-		futexSleep(&hdr.bell, b, d)
+	return hdr.bell.Load()
+}
+
+// Sleep sleeps on the endpoint's doorbell for at most d, unless it rang
+// since the Prepare that gave ticket (the futex compares the count with
+// the ticket), and ends that registration (transport.Sleeper).
+func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
+	hdr := e.own.hdr
+	if !e.pendingRacy() && !e.closed.Load() {
+		futexSleep(&hdr.bell, ticket, d)
 	}
 	hdr.sleepers.Add(^uint32(0))
 }
 
+// Cancel ends the registration of Prepare (transport.Sleeper).
+func (e *Endpoint) Cancel() { e.own.hdr.sleepers.Add(^uint32(0)) }
+
 // WakeRank makes rank r's sleepers look again (transport.Waker): the
-// engine calls it after changing a word of r's memory itself. A sleeper
-// that registered before it is woken; one that registers after finds
-// wakes set and does not sleep.
+// engine calls it after changing a word of r's memory itself. Every
+// sleeper that registered (Prepare) before it is woken; one that
+// registers after it sees the change when it looks.
 func (e *Endpoint) WakeRank(r int) {
 	if r < 0 || r >= len(e.peers) {
 		return
 	}
-	t := e.peers[r]
-	t.hdr.wakes.Store(1)
-	if t.hdr.sleepers.Load() != 0 {
-		t.hdr.bell.Add(1)
-		futexWakeAll(&t.hdr.bell)
-	}
+	e.ring(e.peers[r])
 }
 
-// Wake rings the endpoint's own doorbell (transport.Sleeper). A Wake
-// with nobody asleep makes the next Sleep return at once: one Sleep, not
-// one per goroutine, so that of two goroutines that both looked before
-// the Wake and sleep after it, the second sleeps until something else
-// rings or its time passes (WakeRank's wakes is owed the same way).
+// Wake rings the endpoint's own doorbell (transport.Sleeper): every
+// goroutine that registered before it, asleep or about to sleep, looks
+// again.
 func (e *Endpoint) Wake() {
 	hdr := e.own.hdr
-	e.woken.Store(true)
 	hdr.bell.Add(1)
 	futexWakeAll(&hdr.bell)
 }

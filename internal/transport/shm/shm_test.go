@@ -129,9 +129,9 @@ func TestRingBackPressure(t *testing.T) {
 
 // TestSleep: Sleep on an endpoint's doorbell ends when a notice arrives,
 // when Wake or a peer's WakeRank is called during it, and at once after a
-// Wake or WakeRank that came before it (so that a waker between the
-// caller's last look and its Sleep is not lost); with nothing of that, it
-// ends after its time.
+// Wake or WakeRank that came between its Prepare and it (so that a waker
+// between the caller's last look and its Sleep is not lost); with nothing
+// of that, it ends after its time.
 func TestSleep(t *testing.T) {
 	eps := newGroup(t, Config{Size: 2, CheckInterval: 5e6})
 	got := make(chan transport.Notice, 16)
@@ -150,7 +150,7 @@ func TestSleep(t *testing.T) {
 	sleep := func(d time.Duration) <-chan struct{} {
 		done := make(chan struct{})
 		go func() {
-			eps[1].Sleep(d)
+			eps[1].Sleep(eps[1].Prepare(), d)
 			close(done)
 		}()
 		return done
@@ -165,8 +165,18 @@ func TestSleep(t *testing.T) {
 	}
 	ended("its own time", sleep(time.Millisecond))
 
-	eps[1].Wake()
-	ended("an earlier Wake", sleep(long))
+	// prepared makes a Sleep whose Prepare came before wake.
+	prepared := func(wake func()) <-chan struct{} {
+		ticket := eps[1].Prepare()
+		wake()
+		done := make(chan struct{})
+		go func() {
+			eps[1].Sleep(ticket, long)
+			close(done)
+		}()
+		return done
+	}
+	ended("a Wake after its Prepare", prepared(eps[1].Wake))
 
 	done := sleep(long)
 	time.Sleep(20 * time.Millisecond) // most likely asleep by now
@@ -189,13 +199,12 @@ func TestSleep(t *testing.T) {
 	}
 
 	// A peer's WakeRank (after it changed a word in rank 1's memory
-	// itself) ends a Sleep, and makes a later one return at once.
+	// itself) ends a Sleep, and one prepared before it.
 	done = sleep(long)
 	time.Sleep(20 * time.Millisecond)
 	eps[0].WakeRank(1)
 	ended("a peer's WakeRank", done)
-	eps[0].WakeRank(1)
-	ended("an earlier WakeRank of a peer", sleep(long))
+	ended("a peer's WakeRank after its Prepare", prepared(func() { eps[0].WakeRank(1) }))
 	eps[0].WakeRank(-1) // out of range: nothing
 	eps[0].WakeRank(2)
 }

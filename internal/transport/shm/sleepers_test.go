@@ -40,7 +40,7 @@ func TestSleepTwoSleepers(t *testing.T) {
 	sleep := func(d time.Duration) <-chan struct{} {
 		done := make(chan struct{})
 		go func() {
-			eps[1].Sleep(d)
+			eps[1].Sleep(eps[1].Prepare(), d)
 			close(done)
 		}()
 		return done
@@ -84,9 +84,6 @@ func TestSleepTwoSleepers(t *testing.T) {
 			order = "before"
 		}
 		for _, a := range arrivals {
-			// The last round's WakeRank, which found its sleeper awake
-			// already, is still owed to the next Sleep: take it here.
-			eps[1].Sleep(time.Millisecond)
 			var first, second <-chan struct{}
 			if before {
 				first = sleep(100 * time.Millisecond)
@@ -149,4 +146,43 @@ func TestYieldLetsGoroutinesRun(t *testing.T) {
 		t.Fatal("a runnable goroutine did not run within 100 Yields on one processor")
 	}
 	<-done
+}
+
+// TestWakeEndsEveryPreparedSleep: a Wake, or a peer's WakeRank, that
+// comes after two goroutines of one rank have both registered (Prepare)
+// and looked, and before they sleep, ends both Sleeps at once: each
+// compares its ticket with the doorbell's count, so the wake is not owed
+// to the first Sleep only (the second then slept until something else
+// rang or its time passed). Each sleeps for 10 s and must end within 2 s:
+// a hang detector, not a measure of speed.
+func TestWakeEndsEveryPreparedSleep(t *testing.T) {
+	eps := newGroup(t, Config{Size: 2, CheckInterval: 5e6})
+	const long, bound = 10 * time.Second, 2 * time.Second
+	for _, w := range []struct {
+		name string
+		wake func()
+	}{
+		{"Wake", eps[1].Wake},
+		{"a peer's WakeRank", func() { eps[0].WakeRank(1) }},
+	} {
+		tickets := []uint32{eps[1].Prepare(), eps[1].Prepare()}
+		w.wake()
+		done := make(chan int, len(tickets))
+		for i, ticket := range tickets {
+			go func() {
+				eps[1].Sleep(ticket, long)
+				done <- i
+			}()
+		}
+		for range tickets {
+			select {
+			case <-done:
+			case <-time.After(bound):
+				t.Fatalf("after %s, a Sleep prepared before it did not end within %v", w.name, bound)
+			}
+		}
+	}
+	if n := eps[1].own.hdr.sleepers.Load(); n != 0 && n != 1 { // 1: the progress goroutine
+		t.Errorf("%d sleepers registered after every Sleep ended", n)
+	}
 }
