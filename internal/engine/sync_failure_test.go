@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -20,14 +22,76 @@ import (
 // shared memory).
 var ctlPaths = []string{"messages", "words"}
 
-// failEndpoint is a local endpoint that can refuse window control
-// messages to one rank, as if that rank had just failed.
+// gate holds the goroutines that pass it while it is shut.
+type gate struct {
+	mu      sync.Mutex
+	ch      chan struct{} // nil while open
+	waiting atomic.Int32  // goroutines held
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
+	}
+}
+
+func (g *gate) pass(ctx context.Context) error {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// failEndpoint is a local endpoint whose flushes first pass a gate (the
+// deferred fence and Complete flush before they tell a target "done"),
+// which counts the two-sided messages it sends, and which can refuse
+// window control messages to one rank as if it had just failed.
 type failEndpoint struct {
 	*local.Endpoint
+	flush  gate
+	msgs   atomic.Int64 // active messages of amMsg sent
 	refuse atomic.Int32 // 1 + the rank window control messages are refused to; 0: none
 }
 
+func (e *failEndpoint) Flush(ctx context.Context, target int) error {
+	if err := e.flush.pass(ctx); err != nil {
+		return err
+	}
+	return e.Endpoint.Flush(ctx, target)
+}
+
+func (e *failEndpoint) FlushAll(ctx context.Context) error {
+	if err := e.flush.pass(ctx); err != nil {
+		return err
+	}
+	return e.Endpoint.FlushAll(ctx)
+}
+
 func (e *failEndpoint) SendAM(dst int, id transport.AMID, hdr, payload []byte) error {
+	if id == amMsg {
+		e.msgs.Add(1)
+	}
 	if id == amWin && int(e.refuse.Load()) == dst+1 {
 		return fmt.Errorf("test: control message to rank %d refused: %w", dst, transport.ErrPeer)
 	}
@@ -70,6 +134,9 @@ func newFailWorld(t *testing.T, n int, st Strategy, path string) *failWorld {
 		fw.cs[r] = New(ep, nil, nil)
 	}
 	t.Cleanup(func() {
+		for _, e := range fw.eps {
+			e.flush.open()
+		}
 		for _, c := range fw.cs {
 			_ = c.Close()
 		}
@@ -87,10 +154,13 @@ func newFailWorld(t *testing.T, n int, st Strategy, path string) *failWorld {
 }
 
 // put puts v into the first word of rank t's window from w.
-func put(w *Win, t int, v uint64) error {
+func put(w *Win, t int, v uint64) error { return putAt(w, t, 0, v) }
+
+// putAt puts v at displacement disp of rank t's window from w.
+func putAt(w *Win, t, disp int, v uint64) error {
 	b := make([]byte, 8)
 	mem.AtomicStore64(b, v)
-	return w.Do(&Access{Kind: KindPut, Type: mem.Uint64, Origin: b, Target: t})
+	return w.Do(&Access{Kind: KindPut, Type: mem.Uint64, Origin: b, Target: t, Disp: disp})
 }
 
 // wantPeer fails the test unless err wraps ErrPeer and names rank r.
@@ -102,6 +172,18 @@ func wantPeer(t *testing.T, what string, err error, r int) {
 	}
 	if !regexp.MustCompile(fmt.Sprintf(`\brank %d\b`, r)).MatchString(err.Error()) {
 		t.Errorf("%s: %q does not name rank %d", what, err, r)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a while.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %v", what, testTimeout)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -309,5 +391,159 @@ func nextEpochInStep(t *testing.T, ctx context.Context, w0, w1 *Win) {
 	}
 	if n := w0.ctlPending(winComplete, o); n != 0 {
 		t.Errorf("target %d holds %d completes of origin %d not taken", tg, n, o)
+	}
+}
+
+// fenceRunner starts and collects deferred fences of a failWorld's ranks.
+type fenceRunner struct {
+	t   *testing.T
+	fw  *failWorld
+	ctx context.Context
+}
+
+// start runs rank r's Fence in a goroutine; its result comes on the channel.
+func (fr fenceRunner) start(ctx context.Context, r int) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- fr.fw.ws[r].Fence(ctx, 0) }()
+	return ch
+}
+
+// result waits for a fence started by start.
+func (fr fenceRunner) result(r int, ch <-chan error) error {
+	fr.t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-fr.ctx.Done():
+		fr.t.Fatalf("fence of rank %d still running after %v", r, testTimeout)
+		return nil
+	}
+}
+
+// TestFenceAfterFailedFence: a deferred fence that fails before all the
+// "done" messages it expects have arrived must not leave the late ones to
+// complete a later fence early.
+//
+// After a peer failure every later fence fails (its reduce-scatter sends
+// to the dead rank), even when the dead rank sent its part of the next
+// fence before it died ("peer"). A fence whose context ends while it waits
+// leaves the others in step, and the next fence of the rank must wait for
+// the late messages of the previous one as well as its own ("context").
+func TestFenceAfterFailedFence(t *testing.T) {
+	for _, path := range ctlPaths {
+		t.Run("peer/"+path, func(t *testing.T) {
+			// Ranks 0 and 1 access rank 2; rank 3 accesses nobody and dies.
+			fw := newFailWorld(t, 4, Deferred, path)
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			fr := fenceRunner{t, fw, ctx}
+			runOK(t, fw.cs, func(ctx context.Context, c *Comm) error {
+				return fw.ws[c.rank].Fence(ctx, 0)
+			})
+			for r := range 2 {
+				if err := putAt(fw.ws[r], 2, 8*r, uint64(r+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Rank 1's "done" is held back (its flush waits at the gate).
+			fw.eps[1].flush.shut()
+			f0, f1, f2, f3 := fr.start(ctx, 0), fr.start(ctx, 1), fr.start(ctx, 2), fr.start(ctx, 3)
+			if err := fr.result(0, f0); err != nil {
+				t.Fatalf("fence of rank 0: %v", err)
+			}
+			if err := fr.result(3, f3); err != nil {
+				t.Fatalf("fence of rank 3: %v", err)
+			}
+			// Rank 3 enters the next fence, sends its part of the
+			// reduce-scatter to the three others, and dies.
+			sent := fw.eps[3].msgs.Load()
+			dead, stopDead := context.WithCancel(ctx)
+			defer stopDead()
+			fr.start(dead, 3)
+			waitFor(t, "rank 3's reduce-scatter", func() bool { return fw.eps[3].msgs.Load() >= sent+3 })
+			waitFor(t, "rank 1 at the gate", func() bool { return fw.eps[1].flush.waiting.Load() == 1 })
+			if err := fw.f.Kill(3); err != nil {
+				t.Fatal(err)
+			}
+			stopDead()
+			// Rank 2 has rank 0's "done" and not rank 1's: its fence fails.
+			if err := fr.result(2, f2); !errors.Is(err, ErrPeer) {
+				t.Fatalf("fence of rank 2 with rank 3 dead: %v, want ErrPeer", err)
+			}
+			fw.eps[1].flush.open()
+			if err := fr.result(1, f1); err != nil {
+				t.Fatalf("fence of rank 1: %v", err)
+			}
+			// The next fence, rank 0 accessing rank 2 again, fails
+			// everywhere.
+			if err := put(fw.ws[0], 2, 3); err != nil {
+				t.Fatal(err)
+			}
+			f0, f1, f2 = fr.start(ctx, 0), fr.start(ctx, 1), fr.start(ctx, 2)
+			for r, f := range []<-chan error{f0, f1, f2} {
+				if err := fr.result(r, f); !errors.Is(err, ErrPeer) {
+					t.Errorf("next fence of rank %d with rank 3 dead: %v, want ErrPeer", r, err)
+				}
+			}
+		})
+		t.Run("context/"+path, func(t *testing.T) {
+			// Ranks 0 and 1 access rank 2.
+			fw := newFailWorld(t, 3, Deferred, path)
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			fr := fenceRunner{t, fw, ctx}
+			runOK(t, fw.cs, func(ctx context.Context, c *Comm) error {
+				return fw.ws[c.rank].Fence(ctx, 0)
+			})
+			for r := range 2 {
+				if err := putAt(fw.ws[r], 2, 8*r, uint64(r+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Rank 1's "done" is held back; rank 2's context ends while
+			// it flushes (at its gate, past the reduce-scatter).
+			fw.eps[1].flush.shut()
+			fw.eps[2].flush.shut()
+			ctx2, cancel2 := context.WithCancel(ctx)
+			f0, f1, f2 := fr.start(ctx, 0), fr.start(ctx, 1), fr.start(ctx2, 2)
+			if err := fr.result(0, f0); err != nil {
+				t.Fatalf("fence of rank 0: %v", err)
+			}
+			waitFor(t, "ranks 1 and 2 at their gates", func() bool {
+				return fw.eps[1].flush.waiting.Load() == 1 && fw.eps[2].flush.waiting.Load() == 1
+			})
+			cancel2()
+			if err := fr.result(2, f2); !errors.Is(err, context.Canceled) {
+				t.Fatalf("fence of rank 2 whose context ended: %v, want context.Canceled", err)
+			}
+			fw.eps[2].flush.open()
+			fw.eps[1].flush.open()
+			if err := fr.result(1, f1); err != nil {
+				t.Fatalf("fence of rank 1: %v", err)
+			}
+			// The next fence: rank 0 accesses rank 2 again, and its
+			// "done" is held back. Rank 2's fence must wait for it.
+			if err := put(fw.ws[0], 2, 3); err != nil {
+				t.Fatal(err)
+			}
+			fw.eps[0].flush.shut()
+			f0, f1, f2 = fr.start(ctx, 0), fr.start(ctx, 1), fr.start(ctx, 2)
+			waitFor(t, "rank 0 at the gate", func() bool { return fw.eps[0].flush.waiting.Load() == 1 })
+			select {
+			case err := <-f2:
+				t.Fatalf("the next fence of rank 2 returned (%v) before rank 0's operation on it was complete", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			fw.eps[0].flush.open()
+			for r, f := range []<-chan error{f0, f1, f2} {
+				if err := fr.result(r, f); err != nil {
+					t.Errorf("next fence of rank %d: %v", r, err)
+				}
+			}
+			checkWord(t, fw.ws[2], 3)
+			if n := fw.ws[2].ctlPending(winFenceDone, 0); n != 0 {
+				t.Errorf("rank 2 holds %d fence-done messages not taken", n)
+			}
+		})
 	}
 }

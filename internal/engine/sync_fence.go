@@ -20,7 +20,10 @@ import (
 // each target it accessed; it returns when as many "done" messages arrived
 // as origins target it. No barrier is needed: a rank that nobody targets
 // and that targets nobody pays only the reduce-scatter. NoPrecede skips it
-// all (and is an error if operations were queued).
+// all (and is an error if operations were queued). A deferred fence that
+// ends early (its context ends, a peer fails) leaves the "done" messages
+// it waited for to the next fence of the rank, which waits for them as
+// well as its own.
 func (w *Win) Fence(ctx context.Context, assert Assert) error {
 	if err := w.check("Fence"); err != nil {
 		return err
@@ -106,16 +109,23 @@ func (w *Win) fenceDeferred(ctx context.Context) error {
 			first = err
 		}
 	}
-	want := uint64(k[0])
+	// The fence takes the "done" messages of this epoch and any that an
+	// earlier fence ended without (fenceOwed): they come late, and left in
+	// the count they would end this fence before this epoch's origins are
+	// done. A fence that ends early takes nothing and owes them all.
+	want := uint64(k[0]) + w.fenceOwed
 	err := w.c.wait(ctx, func() bool {
 		return w.ctlPending(winFenceDone, 0) >= want || w.c.anyFailed()
 	})
 	if err != nil {
+		w.fenceOwed = want
 		return w.c.ctxErr("Fence", err)
 	}
 	if w.ctlPending(winFenceDone, 0) < want {
+		w.fenceOwed = want
 		return opErr("Fence", w.c.rank, ErrPeer, "a peer failed before completing the fence")
 	}
 	w.seenFence += want
+	w.fenceOwed = 0
 	return first
 }

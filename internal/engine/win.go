@@ -168,6 +168,10 @@ type Win struct {
 	seenPosts     []uint64
 	seenCompletes []uint64
 	seenFence     uint64
+	// fenceOwed counts the fence-dones that deferred fences which ended
+	// early (their context ended, a peer failed) expected and did not
+	// take: the next fence takes them as well as its own.
+	fenceOwed uint64
 	// owedCompletes counts, per origin, the completes of posts that a
 	// failed Post sent without opening an epoch: the next Wait on that
 	// origin takes them as well as its own.
