@@ -10,30 +10,41 @@ import (
 // Fence closes the current fence epoch and opens the next, collectively:
 // operations issued before it are complete and visible at their targets
 // when it returns on every rank. The first Fence opens the first epoch; a
-// Fence with NoSucceed opens none.
+// Fence with NoSucceed opens none. If a rank of the window has failed,
+// Fence returns an error wrapping ErrPeer, and so do the later ones.
 func (w *Win[T]) Fence(ctx context.Context, assert Assert) error {
 	return w.eng().Fence(ctx, engine.Assert(assert))
 }
 
 // Post opens an exposure epoch for the origins in group (ranks): they may
 // access this rank's window from their Start to their Complete. Post does
-// not block. Wait or Test ends the epoch.
+// not block. Wait or Test ends the epoch. If a rank of group is known to
+// have failed, Post posts to none and returns an error wrapping ErrPeer;
+// if one fails during the call, the ranks already posted to owe this rank
+// a Complete that the next Wait including them takes as well.
 func (w *Win[T]) Post(group []int, assert Assert) error {
 	return w.eng().Post(group, engine.Assert(assert))
 }
 
 // Start opens an access epoch to the targets in group, each of which must
-// Post a group containing this rank.
+// Post a group containing this rank. If a target has failed, Start
+// returns an error wrapping ErrPeer and leaves no epoch open; the live
+// targets it had a post from are sent a Complete of an empty epoch, so
+// that their Wait returns.
 func (w *Win[T]) Start(ctx context.Context, group []int, assert Assert) error {
 	return w.eng().Start(ctx, group, engine.Assert(assert))
 }
 
 // Complete closes the access epoch: every operation is complete at its
-// target once the target's Wait returns.
+// target once the target's Wait returns. If a target has failed, the
+// operations to the live targets are still completed and those targets
+// told; Complete then returns an error wrapping ErrPeer.
 func (w *Win[T]) Complete(ctx context.Context) error { return w.eng().Complete(ctx) }
 
 // Wait closes the exposure epoch: it returns when every origin in the
-// post group has called Complete, so their operations are visible.
+// post group has called Complete, so their operations are visible. If an
+// origin has failed, Wait takes the Completes of the live ones and then
+// returns an error wrapping ErrPeer naming it; the epoch is closed.
 func (w *Win[T]) Wait(ctx context.Context) error { return w.eng().Wait(ctx) }
 
 // Test is the nonblocking Wait: it reports whether every origin has
