@@ -161,18 +161,23 @@ const (
 func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond func() bool) bool {
 	var start time.Time
 	busy := true
-	for i, idle := 0, 0; ; i++ {
+	for i, n := 0, 0; ; i++ {
 		if cond() {
 			return true
 		}
-		if (!self && p.Poll()) || i < c.pollSpins {
+		got := !self && p.Poll()
+		if i < c.pollSpins {
 			continue
 		}
-		// Past the spins and nothing came: every 16 idle rounds, look at
-		// the clock, the context and the job.
-		if idle&15 == 0 {
+		// Past the spins: look at the clock, the context and the job
+		// every 16 rounds while spinning busily, every round once
+		// yielding (next to a yield, which may give a whole time slice
+		// away, a look costs nothing). Rounds that found something count
+		// too, so that a stream of arrivals that do not end the wait
+		// does not keep it from yielding or from giving up.
+		if !busy || n&15 == 0 {
 			now := time.Now()
-			if idle == 0 {
+			if n == 0 {
 				start = now
 			}
 			since := now.Sub(start)
@@ -189,8 +194,8 @@ func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond
 			default:
 			}
 		}
-		idle++
-		if !busy {
+		n++
+		if !busy && !got {
 			p.Yield()
 		}
 	}
@@ -211,27 +216,34 @@ func (c *Comm) sleepWait(ctx context.Context, self bool, cond func() bool) error
 	defer c.sleepers.Add(-1)
 	stop := context.AfterFunc(ctx, s.Wake)
 	defer stop()
+	// prepared: registered and not yet asleep; every way out (a
+	// handler's panic in Poll too) ends the registration.
+	prepared := false
+	defer func() {
+		if prepared {
+			s.Cancel()
+		}
+	}()
 	for {
 		// Registered before the last looks: an arrival or a wake after
 		// them ends the sleep.
 		t := s.Prepare()
+		prepared = true
 		if !self {
 			s.Poll()
 		}
 		if cond() {
-			s.Cancel()
 			return nil
 		}
 		if ctx.Err() != nil {
-			s.Cancel()
 			return c.stopErr(ctx)
 		}
 		select {
 		case <-c.abort:
-			s.Cancel()
 			return c.abortError()
 		default:
 		}
+		prepared = false
 		s.Sleep(t, sleepMax)
 	}
 }

@@ -78,13 +78,14 @@ type scriptedPoller struct {
 	checks     *atomic.Int32
 	polls      int
 	arrivals   map[int]bool
+	always     bool // every Poll finds something
 	yields     int
 	firstYield int32 // checks before the first yield, -1 before it
 }
 
 func (p *scriptedPoller) Poll() bool {
 	p.polls++
-	return p.arrivals[p.polls]
+	return p.always || p.arrivals[p.polls]
 }
 
 func (p *scriptedPoller) PollNotices(transport.NoticeHandler) bool { return p.Poll() }
@@ -147,6 +148,23 @@ func TestPollWaitPolicy(t *testing.T) {
 		ok := c.pollWait(ctx, p, false, func() bool { return checks.Add(1) > 4*pollSpins })
 		if !ok {
 			t.Fatal("pollWait gave up within its busy spin")
+		}
+	})
+	t.Run("arrivals that do not end it", func(t *testing.T) {
+		// Every Poll finds something, none of it what the waiter waits
+		// for: it must still give up after pollYield (and then sleep),
+		// not spin on for as long as the arrivals last.
+		c, p, _ := newComm(t, pollSpinsShared, 0, nil)
+		p.always = true
+		gave := make(chan bool, 1)
+		go func() { gave <- c.pollWait(ctx, p, false, func() bool { return false }) }()
+		select {
+		case ok := <-gave:
+			if ok {
+				t.Fatal("pollWait reported a condition that never held")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("pollWait did not give up within 10 s while arrivals kept coming")
 		}
 	})
 	t.Run("gives up after the yields", func(t *testing.T) {

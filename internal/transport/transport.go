@@ -200,9 +200,9 @@ type DirectRegion interface {
 // Waker is implemented by Direct transports whose ranks sleep on a
 // doorbell (Sleeper). The engine changes control words in a peer's memory
 // itself, with atomic instructions on a DirectRegion's memory, and then
-// calls WakeRank(peer): a Sleep of that peer that began before the call
-// returns, and one that begins after it returns at once, so that a waiter
-// that looked at the word before it slept looks again.
+// calls WakeRank(peer): every waiter of that peer that registered (Sleeper
+// Prepare) before the call is woken, or its Sleep returns at once; one
+// that registers after the call sees the word when it looks.
 type Waker interface {
 	WakeRank(r int)
 }
@@ -236,9 +236,9 @@ type Poller interface {
 	// h instead of the installed notice handler (a waiter that can use
 	// them at once takes them without a detour through shared state).
 	PollNotices(h NoticeHandler) bool
-	// Yield gives the processor to other threads, of this process or
-	// any other, for a moment (sched_yield): ranks that are processes
-	// may share cores.
+	// Yield gives the processor for a moment to other goroutines of
+	// this process that are ranks of the job, and to other threads of any
+	// process (sched_yield): ranks that are processes may share cores.
 	Yield()
 	// Park tells the transport that the caller stops polling and goes to
 	// sleep until a handler wakes it, so that background delivery must

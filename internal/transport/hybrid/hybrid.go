@@ -481,8 +481,9 @@ func (e *Endpoint) Kill() error {
 // and a Sleeper whose doorbell producers ring; the remote endpoint runs
 // its handlers on its own reader goroutines. Poll, PollNotices, Yield and
 // Park are the local endpoint's; Sleep sleeps on its doorbell, and a
-// remote delivery (notice, active message, failure) ends the Sleep as a
-// Wake would, or, if nobody sleeps, makes the next Sleep return at once.
+// remote delivery (notice, active message, failure) rings it as a Wake
+// would when a waiter is registered (Prepare): that waiter's Sleep ends,
+// or returns at once.
 
 // Poll runs the handlers of what has arrived through the local endpoint
 // (transport.Poller). Remote deliveries run on their own.

@@ -69,6 +69,7 @@ type Endpoint struct {
 	own        *ctl   // this endpoint's control segment
 	peers      []*ctl // every rank's control segment, own included
 	pids       []int
+	shared     bool // other ranks of the job are goroutines of this process
 	interval   time.Duration
 
 	closed    atomic.Bool
@@ -263,6 +264,9 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	}
 	if _, err := cfg.Exchange(ctx, nil); err != nil {
 		return fail(fmt.Errorf("shm: start-up barrier: %w", err))
+	}
+	for r, pid := range e.pids {
+		e.shared = e.shared || (r != cfg.Rank && pid == os.Getpid())
 	}
 	// Every rank has mapped every control segment: the names are no
 	// longer needed, and removing them now leaves nothing behind whatever
@@ -698,14 +702,16 @@ func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 	return n
 }
 
-// Yield gives the processor to other goroutines of this process, then to
-// another thread of any process (transport.Poller): the ranks that wait
-// for this one may be goroutines of this process (a group of goroutine
-// ranks) or other processes, and sched_yield alone would leave the
-// goroutines queued behind the caller waiting until the runtime preempts
-// it (10 ms).
+// Yield gives the processor to another thread of any process, and first,
+// if ranks of the job are goroutines of this process (a group of
+// goroutine ranks), to the other goroutines (transport.Poller):
+// sched_yield alone would leave them queued behind the caller until the
+// runtime preempts it (10 ms). A rank alone in its process does not call
+// Gosched, which wakes an idle thread of the runtime each time.
 func (e *Endpoint) Yield() {
-	runtime.Gosched()
+	if e.shared {
+		runtime.Gosched()
+	}
 	osYield()
 }
 
@@ -938,9 +944,12 @@ func (e *Endpoint) deliverAM(src int, id uint8, hdr, payload []byte) {
 
 // progress drains in the background, so that handlers run even when
 // nobody polls, and watches the peers. While some goroutine of this
-// process polls (Poll sets polled, which it clears) it naps on a timer, so
-// that producers need not wake it; otherwise it sleeps on the doorbell,
-// which producers ring.
+// process polls (Poll sets polled, which it clears) or drains, it naps on
+// a timer, so that producers need not wake it; otherwise it sleeps on the
+// doorbell, which producers ring. (Were it to sleep while another
+// goroutine drains, an arrival published after that one's last look and
+// before this one registered would wait for the end of the sleep, which
+// no producer ends: it found nobody to ring for.)
 func (e *Endpoint) progress() {
 	defer e.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -964,7 +973,7 @@ func (e *Endpoint) progress() {
 			e.checkPeers()
 			nextCheck = now.Add(e.interval)
 		}
-		if e.polled.Swap(false) {
+		if e.polled.Swap(false) || e.draining.Load() {
 			timer.Reset(2 * time.Millisecond)
 			select {
 			case <-timer.C:

@@ -124,14 +124,15 @@ func TestSleepTwoSleepers(t *testing.T) {
 	}
 }
 
-// TestYieldLetsGoroutinesRun: Yield gives the processor to the other
-// goroutines of the process, not only to other threads: with one
-// processor (GOMAXPROCS=1), a goroutine ready to run gets it within a
-// few Yields of a polling waiter, as goroutine ranks of one process that
-// wait for each other need. sched_yield alone would leave it queued until
-// the runtime preempts the waiter (10 ms, some hundred thousand Yields).
+// TestYieldLetsGoroutinesRun: in a group of goroutine ranks, Yield gives
+// the processor to the other goroutines of the process, not only to other
+// threads: with one processor (GOMAXPROCS=1), a goroutine ready to run
+// gets it within a few Yields of a polling waiter, as goroutine ranks of
+// one process that wait for each other need. sched_yield alone would
+// leave it queued until the runtime preempts the waiter (10 ms, some
+// hundred thousand Yields).
 func TestYieldLetsGoroutinesRun(t *testing.T) {
-	eps := newGroup(t, Config{Size: 1})
+	eps := newGroup(t, Config{Size: 2})
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var ran atomic.Bool
 	done := make(chan struct{})
