@@ -40,6 +40,10 @@ type core struct {
 
 	abort    <-chan struct{}
 	abortErr func() error
+	// closing ends the goroutine that rings the transport's doorbell
+	// when the job is aborted (wakeOnAbort), if there is one.
+	closing   chan struct{}
+	closeOnce sync.Once
 
 	sig signal // broadcast on every state change that a waiter may need
 
@@ -110,6 +114,10 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	if !ep.Caps().NetPoll {
 		k.spinRounds = spinRounds
 	}
+	if abort != nil && k.sleeper != nil {
+		k.closing = make(chan struct{})
+		go k.wakeOnAbort()
+	}
 	c := &Comm{core: k, user: 0, coll: 1}
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	ep.SetAMHandler(amWin, c.handleWin)
@@ -163,7 +171,21 @@ func (c *Comm) Close() error {
 	if c.user != 0 {
 		return nil
 	}
+	if c.closing != nil {
+		c.closeOnce.Do(func() { close(c.closing) })
+	}
 	return c.ep.Close()
+}
+
+// wakeOnAbort rings the transport's doorbell when the job is aborted, so
+// that waiters asleep on it (sleepWait) see the abort at once, not at the
+// end of their sleep: nothing else rings for it.
+func (k *core) wakeOnAbort() {
+	select {
+	case <-k.abort:
+		k.sleeper.Wake()
+	case <-k.closing:
+	}
 }
 
 func (c *Comm) abortError() error {

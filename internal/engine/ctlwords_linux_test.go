@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -159,5 +161,38 @@ func TestControlWordsInSharedMemory(t *testing.T) {
 				t.Error("over the in-process transport the epochs sent no window control message: the count sees nothing")
 			}
 		})
+	}
+}
+
+// TestAbortWakesSleeper: a waiter asleep on the shared-memory transport's
+// doorbell sees the abort of the job at once: the engine rings the
+// doorbell for it. The sleep is made an hour long here, so without the
+// ring the wait would end only then; it must end within 10 s.
+func TestAbortWakesSleeper(t *testing.T) {
+	defer func(d time.Duration) { sleepMax = d }(sleepMax)
+	sleepMax = time.Hour
+	t.Setenv("NARMA_TRANSPORT", "shm")
+	eps, err := inproc.New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := eps[0].(transport.Sleeper); !ok {
+		t.Fatalf("%T is not a transport.Sleeper", eps[0])
+	}
+	abort := make(chan struct{})
+	c := New(eps[0], abort, nil)
+	defer c.Close()
+	waited := make(chan error, 1)
+	go func() { waited <- c.wait(context.Background(), func() bool { return false }) }()
+	// Past its polling (at most pollSpin + pollYield), the waiter sleeps.
+	time.Sleep(50 * time.Millisecond)
+	close(abort)
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrAborted) {
+			t.Fatalf("wait: %v, want ErrAborted", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abort did not end a sleeping wait within 10 s")
 	}
 }

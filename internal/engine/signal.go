@@ -201,10 +201,10 @@ func (c *Comm) pollWait(ctx context.Context, p transport.Poller, self bool, cond
 	}
 }
 
-// sleepMax bounds one sleep on a transport's doorbell, so that an abort
-// of the job (which rings nothing) is seen within that time; arrivals,
-// wakes and the end of ctx ring it.
-const sleepMax = 2 * time.Millisecond
+// sleepMax bounds one sleep on a transport's doorbell, a safety net:
+// arrivals, wakes, the end of ctx and the abort of the job ring it. A
+// variable for tests.
+var sleepMax = 2 * time.Millisecond
 
 // sleepWait is the sleeping part of a wait on a transport.Sleeper: the
 // waiter sleeps on the transport's doorbell, which producers ring, and
