@@ -107,7 +107,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	k.sleeper, _ = ep.(transport.Sleeper)
 	k.waker, _ = ep.(transport.Waker)
 	k.pollSpins = pollSpinsShared
-	if k.size <= runtime.NumCPU() {
+	if !sharesCores(ep.Caps(), k.size) {
 		k.spin = pollSpin
 		k.pollSpins = pollSpins
 	}
@@ -175,6 +175,22 @@ func (c *Comm) Close() error {
 		c.closeOnce.Do(func() { close(c.closing) })
 	}
 	return c.ep.Close()
+}
+
+// sharesCores reports whether the ranks on this rank's host (caps; the
+// job's size if the transport does not say) outnumber the processors
+// they run on: the host's cores, or for goroutine ranks of one process
+// its runtime's processors.
+func sharesCores(caps transport.Caps, size int) bool {
+	ranks := caps.HostRanks
+	if ranks <= 0 {
+		ranks = size
+	}
+	cores := runtime.NumCPU()
+	if caps.OneProcess {
+		cores = min(cores, runtime.GOMAXPROCS(0))
+	}
+	return ranks > cores
 }
 
 // wakeOnAbort rings the transport's doorbell when the job is aborted, so

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,4 +181,31 @@ func TestPollWaitPolicy(t *testing.T) {
 			t.Error("no yield before giving up")
 		}
 	})
+}
+
+// TestSharesCores: whether a waiter may poll busily is judged from the
+// ranks of its own host (a multi-host job's size says nothing of its
+// cores), against the host's cores, or against the runtime's processors
+// when the ranks are goroutines of one process.
+func TestSharesCores(t *testing.T) {
+	cpus := runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, c := range []struct {
+		name string
+		caps transport.Caps
+		size int
+		want bool
+	}{
+		{"unknown host, small job", transport.Caps{}, 1, false},
+		{"unknown host, job larger than the cores", transport.Caps{}, cpus + 1, true},
+		{"one rank per host of a large job", transport.Caps{HostRanks: 1}, 1000, false},
+		{"host full of processes", transport.Caps{HostRanks: cpus}, 1000, false},
+		{"host over-full", transport.Caps{HostRanks: cpus + 1}, cpus + 1, true},
+		{"two goroutine ranks on one processor", transport.Caps{HostRanks: 2, OneProcess: true}, 2, true},
+		{"one goroutine rank", transport.Caps{HostRanks: 1, OneProcess: true}, 1, false},
+	} {
+		if got := sharesCores(c.caps, c.size); got != c.want {
+			t.Errorf("%s: sharesCores(%+v, %d) = %v, want %v (%d CPUs, GOMAXPROCS 1)", c.name, c.caps, c.size, got, c.want, cpus)
+		}
+	}
 }

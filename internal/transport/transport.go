@@ -81,6 +81,15 @@ type Caps struct {
 	// nothing else to run, so a goroutine that keeps yielding delays the
 	// very delivery it waits for.
 	NetPoll bool
+	// HostRanks is how many ranks of the job share this rank's host, and
+	// so its cores; 0 if the transport does not know (the job's size is
+	// then the best guess). A waiter polls busily only while every such
+	// rank can have a core.
+	HostRanks int
+	// OneProcess reports that those ranks are goroutines of this process:
+	// they share the processors of its runtime (GOMAXPROCS), not the
+	// host's cores.
+	OneProcess bool
 }
 
 // AMID selects an active-message handler. The engine owns the numbering.

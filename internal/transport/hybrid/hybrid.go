@@ -126,6 +126,9 @@ func New(rank int, hosts []int, local, remote transport.Endpoint) (*Endpoint, er
 		MaxAM:  minLimit(lc.MaxAM, rc.MaxAM),
 		// Arrivals from other hosts come through the network poller.
 		NetPoll: rc.NetPoll,
+		// The ranks of this host are the local endpoint's.
+		HostRanks:  local.Size(),
+		OneProcess: lc.OneProcess,
 	}
 	e.keys.Store(&keyTable{fromLocal: map[transport.Key]transport.Key{}, fromRemote: map[transport.Key]transport.Key{}})
 	for i := range e.localAM {

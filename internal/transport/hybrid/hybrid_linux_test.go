@@ -138,7 +138,9 @@ func expose(t *testing.T, ep *Endpoint, size int) ([]byte, transport.Key) {
 // ranks.
 func TestRouting(t *testing.T) {
 	eps := newWorld(t, nil, []int{0, 1, 0, 1})
-	if c := eps[0].Caps(); c != (transport.Caps{Name: "hybrid(shm+tcp)", NetPoll: true}) {
+	// Two ranks per host, goroutines of this process (one shm group per
+	// pretend host).
+	if c := eps[0].Caps(); c != (transport.Caps{Name: "hybrid(shm+tcp)", NetPoll: true, HostRanks: 2, OneProcess: true}) {
 		t.Fatalf("Caps() = %+v", c)
 	}
 	for r, want := range []int{0, -1, 1, -1} {

@@ -283,10 +283,16 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks.
 func (e *Endpoint) Size() int { return e.size }
 
-// Caps reports Caps{Name: "shm", Direct: true}: not Synchronous, since
-// an inline put is complete at its target only once its data is copied
-// there, by the target as it takes the notice or by the origin's Flush.
-func (e *Endpoint) Caps() transport.Caps { return caps }
+// Caps reports Caps{Name: "shm", Direct: true}, with every rank on this
+// host (HostRanks) and OneProcess if other ranks are goroutines of this
+// process: not Synchronous, since an inline put is complete at its target
+// only once its data is copied there, by the target as it takes the
+// notice or by the origin's Flush.
+func (e *Endpoint) Caps() transport.Caps {
+	c := caps
+	c.HostRanks, c.OneProcess = e.size, e.shared
+	return c
+}
 
 // peerErr returns the error for an operation aimed at rank target, or nil.
 func (e *Endpoint) peerErr(target int) error {

@@ -133,6 +133,9 @@ func TestSleepTwoSleepers(t *testing.T) {
 // hundred thousand Yields).
 func TestYieldLetsGoroutinesRun(t *testing.T) {
 	eps := newGroup(t, Config{Size: 2})
+	if c := eps[0].Caps(); c.HostRanks != 2 || !c.OneProcess {
+		t.Fatalf("Caps() = %+v, want HostRanks 2 and OneProcess for a group of 2 goroutine ranks", c)
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var ran atomic.Bool
 	done := make(chan struct{})
