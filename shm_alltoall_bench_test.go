@@ -176,7 +176,7 @@ func limitAllToAll(area []byte, n, me, base, rounds int) []int64 {
 			w := word(me, (me+n-i)%n)
 			for polls := 0; mem.AtomicLoad64(w) < uint64(k); polls++ {
 				if polls >= 64 {
-					unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+					schedYield()
 				}
 			}
 		}

@@ -20,8 +20,13 @@ const tcpBenchCall = "bench-tcp-pingpong:"
 // a rank that polls a flag in its own memory keeps the Go scheduler from
 // polling the network, and each flag waits for the scheduler's own
 // network poll (about 10 ms); BenchmarkTCPPingPong measures it in one
-// process. raw-handoff (rawHandoff) is optional too.
+// process. raw-handoff (rawHandoff) and raw-epoll (rawEpoll) are
+// optional too.
 var tcpProcVariants = []string{"raw", "put-notify", "send-recv"}
+
+// tcpProcOptional are the variants of BenchmarkTCPProcPingPong measured
+// only if NARMA_BENCH_VARIANTS names them.
+var tcpProcOptional = []string{"put-flag", "raw-handoff", "raw-epoll"}
 
 // BenchmarkTCPProcPingPong is the producer-consumer ping-pong between two
 // processes over the TCP transport on loopback (one rank per process, as
@@ -40,7 +45,7 @@ func BenchmarkTCPProcPingPong(b *testing.B) {
 	}
 	for _, size := range []int{8, 64, 512, 4 << 10, 64 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			got := runPingPongJob(b, transport, tcpBenchCall+strconv.Itoa(size), benchVariants(tcpProcVariants, "put-flag", "raw-handoff"))
+			got := runPingPongJob(b, transport, tcpBenchCall+strconv.Itoa(size), benchVariants(tcpProcVariants, tcpProcOptional...))
 			reportRatio(b, got, "notify/raw", "put-notify", "raw")
 			reportRatio(b, got, "flag/notify", "put-flag", "put-notify")
 			reportRatio(b, got, "sendrecv/notify", "send-recv", "put-notify")
@@ -73,13 +78,15 @@ func tcpPingPongRank(call string) error {
 	buf := make([]int64, n)
 	rbuf := make([]byte, size)
 	iters, rounds := benchScale(max(10, min(1000, (16<<20)/size/8)), 15, 3)
-	variants := benchVariants(tcpProcVariants, "put-flag", "raw-handoff")
+	variants := benchVariants(tcpProcVariants, tcpProcOptional...)
 	times, err := pingPongRounds(c, variants, iters, rounds, func(v string) error {
 		switch v {
 		case "raw":
 			return rawPingPong(raw, c.Rank(), rbuf, iters)
 		case "raw-handoff":
 			return rawHandoff(raw, c.Rank(), rbuf, iters)
+		case "raw-epoll":
+			return rawEpoll(raw, c.Rank(), rbuf, iters)
 		case "put-notify":
 			return pcNotifyNoFlush(c, w, buf, iters)
 		case "put-flag":
