@@ -420,6 +420,25 @@ func (fr fenceRunner) result(r int, ch <-chan error) error {
 	}
 }
 
+// fencedEpoch makes a world of n ranks over path with deferred windows,
+// opens a fence epoch on all of them, and has ranks 0 and 1 put into rank
+// 2's window in it; the context ends with the test.
+func fencedEpoch(t *testing.T, n int, path string) (*failWorld, context.Context, fenceRunner) {
+	t.Helper()
+	fw := newFailWorld(t, n, Deferred, path)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	runOK(t, fw.cs, func(ctx context.Context, c *Comm) error {
+		return fw.ws[c.rank].Fence(ctx, 0)
+	})
+	for r := range 2 {
+		if err := putAt(fw.ws[r], 2, 8*r, uint64(r+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fw, ctx, fenceRunner{t, fw, ctx}
+}
+
 // TestFenceAfterFailedFence: a deferred fence that fails before all the
 // "done" messages it expects have arrived must not leave the late ones to
 // complete a later fence early.
@@ -433,18 +452,7 @@ func TestFenceAfterFailedFence(t *testing.T) {
 	for _, path := range ctlPaths {
 		t.Run("peer/"+path, func(t *testing.T) {
 			// Ranks 0 and 1 access rank 2; rank 3 accesses nobody and dies.
-			fw := newFailWorld(t, 4, Deferred, path)
-			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-			defer cancel()
-			fr := fenceRunner{t, fw, ctx}
-			runOK(t, fw.cs, func(ctx context.Context, c *Comm) error {
-				return fw.ws[c.rank].Fence(ctx, 0)
-			})
-			for r := range 2 {
-				if err := putAt(fw.ws[r], 2, 8*r, uint64(r+1)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			fw, ctx, fr := fencedEpoch(t, 4, path)
 			// Rank 1's "done" is held back (its flush waits at the gate).
 			fw.eps[1].flush.shut()
 			f0, f1, f2, f3 := fr.start(ctx, 0), fr.start(ctx, 1), fr.start(ctx, 2), fr.start(ctx, 3)
@@ -488,18 +496,7 @@ func TestFenceAfterFailedFence(t *testing.T) {
 		})
 		t.Run("context/"+path, func(t *testing.T) {
 			// Ranks 0 and 1 access rank 2.
-			fw := newFailWorld(t, 3, Deferred, path)
-			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-			defer cancel()
-			fr := fenceRunner{t, fw, ctx}
-			runOK(t, fw.cs, func(ctx context.Context, c *Comm) error {
-				return fw.ws[c.rank].Fence(ctx, 0)
-			})
-			for r := range 2 {
-				if err := putAt(fw.ws[r], 2, 8*r, uint64(r+1)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			fw, ctx, fr := fencedEpoch(t, 3, path)
 			// Rank 1's "done" is held back; rank 2's context ends while
 			// it flushes (at its gate, past the reduce-scatter).
 			fw.eps[1].flush.shut()
