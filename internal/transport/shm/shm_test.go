@@ -127,34 +127,46 @@ func TestRingBackPressure(t *testing.T) {
 	}
 }
 
+// sleepGroup makes a group of 2 ranks for the doorbell tests: rank 1
+// sends the notices it gets to got, and r is rank 0's handle on 8 bytes
+// rank 1 exposed.
+func sleepGroup(t *testing.T) (eps []*Endpoint, r transport.Region, got chan transport.Notice) {
+	t.Helper()
+	eps = newGroup(t, Config{Size: 2, CheckInterval: 5e6})
+	got = make(chan transport.Notice, 16)
+	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+	buf := mem.Alloc(8)
+	t.Cleanup(func() { mem.Free(buf) })
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = eps[0].Region(1, key, 8); err != nil {
+		t.Fatal(err)
+	}
+	return eps, r, got
+}
+
+// sleepOn sleeps on ep's doorbell for d (Prepare, then Sleep) in a
+// goroutine of its own; the channel closes when the Sleep ends.
+func sleepOn(ep *Endpoint, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		ep.Sleep(ep.Prepare(), d)
+		close(done)
+	}()
+	return done
+}
+
 // TestSleep: Sleep on an endpoint's doorbell ends when a notice arrives,
 // when Wake or a peer's WakeRank is called during it, and at once after a
 // Wake or WakeRank that came between its Prepare and it (so that a waker
 // between the caller's last look and its Sleep is not lost); with nothing
 // of that, it ends after its time.
 func TestSleep(t *testing.T) {
-	eps := newGroup(t, Config{Size: 2, CheckInterval: 5e6})
-	got := make(chan transport.Notice, 16)
-	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
-	buf := mem.Alloc(8)
-	defer mem.Free(buf)
-	key, err := eps[1].Expose(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eps[0].Region(1, key, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eps, r, got := sleepGroup(t)
 	const long, bound = time.Minute, 10 * time.Second
-	sleep := func(d time.Duration) <-chan struct{} {
-		done := make(chan struct{})
-		go func() {
-			eps[1].Sleep(eps[1].Prepare(), d)
-			close(done)
-		}()
-		return done
-	}
+	sleep := func(d time.Duration) <-chan struct{} { return sleepOn(eps[1], d) }
 	ended := func(what string, done <-chan struct{}) {
 		t.Helper()
 		select {

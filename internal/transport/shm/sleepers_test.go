@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
 
@@ -21,30 +20,11 @@ import (
 // for 10 s and must end within 2 s of the arrival: a hang detector, not a
 // measure of speed.
 func TestSleepTwoSleepers(t *testing.T) {
-	eps := newGroup(t, Config{Size: 2, CheckInterval: 5e6})
-	got := make(chan transport.Notice, 16)
-	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+	eps, r, got := sleepGroup(t)
 	ams := make(chan struct{}, 16)
 	eps[1].SetAMHandler(7, func(int, []byte, []byte) { ams <- struct{}{} })
-	buf := mem.Alloc(8)
-	defer mem.Free(buf)
-	key, err := eps[1].Expose(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eps[0].Region(1, key, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const long, bound = 10 * time.Second, 2 * time.Second
-	sleep := func(d time.Duration) <-chan struct{} {
-		done := make(chan struct{})
-		go func() {
-			eps[1].Sleep(eps[1].Prepare(), d)
-			close(done)
-		}()
-		return done
-	}
+	sleep := func(d time.Duration) <-chan struct{} { return sleepOn(eps[1], d) }
 	arrivals := []struct {
 		name   string
 		arrive func() error
