@@ -106,12 +106,13 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	k.poller, _ = ep.(transport.Poller)
 	k.sleeper, _ = ep.(transport.Sleeper)
 	k.waker, _ = ep.(transport.Waker)
+	caps := ep.Caps()
 	k.pollSpins = pollSpinsShared
-	if !sharesCores(ep.Caps(), k.size) {
+	if !sharesCores(caps, k.size) {
 		k.spin = pollSpin
 		k.pollSpins = pollSpins
 	}
-	if !ep.Caps().NetPoll {
+	if !caps.NetPoll {
 		k.spinRounds = spinRounds
 	}
 	if abort != nil && k.sleeper != nil {
