@@ -186,7 +186,7 @@ func (o *outConn) write(h *header, a, b []byte, cl *call) error {
 		_, err = o.c.Write(buf)
 	case n <= writePiece:
 		bufs := net.Buffers{buf, a, b}
-		_, err = bufs.WriteTo(o.c)
+		_, err = writeBuffers(o.c, &bufs)
 	default:
 		err = writePieces(o.c, o.p, buf, a, b)
 	}
@@ -347,6 +347,21 @@ func (o *outConn) readReplies() {
 	}
 }
 
+// buffersWriter is a connection that writes net.Buffers itself (as one
+// vectored write, which net.Buffers makes only on the runtime's own
+// connections).
+type buffersWriter interface {
+	writeBuffers(b *net.Buffers) (int64, error)
+}
+
+// writeBuffers writes b to c.
+func writeBuffers(c net.Conn, b *net.Buffers) (int64, error) {
+	if w, ok := c.(buffersWriter); ok {
+		return w.writeBuffers(b)
+	}
+	return b.WriteTo(c)
+}
+
 // writePieces writes parts to c as one stream, at most writePiece bytes
 // at a time. Once the socket buffers are full, the peer's kernel takes
 // bytes only as fast as the peer reads them: each piece written is a sign
@@ -364,7 +379,7 @@ func writePieces(c net.Conn, p *peer, parts ...[]byte) error {
 				parts = parts[1:]
 			}
 		}
-		if _, err := piece.WriteTo(c); err != nil {
+		if _, err := writeBuffers(c, &piece); err != nil {
 			return err
 		}
 		p.heard()

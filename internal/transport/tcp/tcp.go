@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +39,19 @@ type Config struct {
 	// long before it reaches the network: a test hook that emulates a
 	// long link where the kernel has no netem.
 	Delay time.Duration
+	// Spin is how long a connection's reader polls its socket, yielding
+	// to the process's other goroutines in between, before it waits in
+	// the runtime's network poller: a frame that arrives meanwhile is
+	// taken without the poller's wake-up. Zero means DefaultSpin while
+	// the ranks of this host (those whose address names the same host)
+	// do not outnumber its cores, and no polling when they do, as a
+	// polling reader would then keep a rank off its core. Negative
+	// disables polling.
+	Spin time.Duration
 
+	// oneProcess: the job's ranks are goroutines of this process
+	// (Group); they share its runtime's processors.
+	oneProcess bool
 	// wrapConn, if set (by this package's tests), wraps every
 	// connection of the endpoint once its handshake is done, inside the
 	// Delay line: self and peer are the ranks at either end, and out
@@ -48,6 +61,12 @@ type Config struct {
 
 // DefaultPeerTimeout is the PeerTimeout of a zero Config.
 const DefaultPeerTimeout = 10 * time.Second
+
+// DefaultSpin is the Spin of a zero Config when every rank of the host
+// can have a core: about the round trip of a small frame over loopback
+// and a few times that of a local network, so that a reader waiting for
+// the answer to what its rank just sent takes it by polling.
+const DefaultSpin = 50 * time.Microsecond
 
 // Endpoint states.
 const (
@@ -67,6 +86,8 @@ type Endpoint struct {
 	delay      time.Duration
 	wrapConn   func(self, peer int, out bool, c net.Conn) net.Conn
 	ln         net.Listener
+	caps       transport.Caps
+	spinSet    *spinSet // the connections' polling state, nil if they never poll
 
 	state atomic.Uint32
 	done  chan struct{} // closed when the endpoint stops: ends the accept loop and the heartbeat
@@ -191,6 +212,11 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 			e.peers[r] = &peer{ep: e, rank: r}
 		}
 	}
+	if cfg.Spin >= 0 {
+		// How long reads poll is known once the addresses are
+		// (setSpin); peers may connect before.
+		e.spinSet = newSpinSet()
+	}
 	// Accept before the addresses are out: a peer may dial as soon as it
 	// has them.
 	e.wg.Add(2)
@@ -216,7 +242,46 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 			e.peers[r].addr = string(a)
 		}
 	}
+	e.caps = transport.Caps{Name: "tcp", NetPoll: true, HostRanks: e.hostRanks(), OneProcess: cfg.oneProcess}
+	e.spinSet.setSpin(spinFor(cfg.Spin, e.caps))
 	return e, nil
+}
+
+// hostRanks counts the ranks whose address names this endpoint's host,
+// this one included.
+func (e *Endpoint) hostRanks() int {
+	host, _, _ := net.SplitHostPort(e.ln.Addr().String())
+	n := 1
+	for _, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		if h, _, _ := net.SplitHostPort(p.addr); h == host {
+			n++
+		}
+	}
+	return n
+}
+
+// spinFor is how long readers poll, given Config.Spin and the endpoint's
+// capabilities: set, DefaultSpin, or nothing when the ranks of the host
+// outnumber the processors they run on (its cores, or for the goroutine
+// ranks of one process its runtime's processors).
+func spinFor(spin time.Duration, caps transport.Caps) time.Duration {
+	switch {
+	case spin < 0:
+		return 0
+	case spin > 0:
+		return spin
+	}
+	cores := runtime.NumCPU()
+	if caps.OneProcess {
+		cores = min(cores, runtime.GOMAXPROCS(0))
+	}
+	if caps.HostRanks > cores {
+		return 0
+	}
+	return DefaultSpin
 }
 
 // Group returns cfg.Size connected endpoints in this process, endpoint i
@@ -233,7 +298,7 @@ func Group(ctx context.Context, cfg Config) ([]*Endpoint, error) {
 	}
 	return bootstrap.StartLocal(cfg.Size, func(r int, x func(context.Context, []byte) ([][]byte, error)) (*Endpoint, error) {
 		c := cfg
-		c.Rank, c.Exchange = r, x
+		c.Rank, c.Exchange, c.oneProcess = r, x, true
 		return New(ctx, c)
 	})
 }
@@ -244,16 +309,14 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks.
 func (e *Endpoint) Size() int { return e.size }
 
-// caps are the capabilities of every TCP endpoint.
-var caps = transport.Caps{Name: "tcp", NetPoll: true}
-
 // Caps reports the transport's capabilities: operations complete
 // asynchronously, memory is not reached directly, and active messages
 // have no size limit (MaxAM 0: the engine sends messages of any size
 // eagerly) but the frame's, 1 GiB. The target allocates the payload of a
 // large one as its bytes arrive, so that a header alone cannot make it
-// allocate that much.
-func (e *Endpoint) Caps() transport.Caps { return caps }
+// allocate that much. HostRanks counts the ranks whose address names
+// this endpoint's host.
+func (e *Endpoint) Caps() transport.Caps { return e.caps }
 
 // Addr returns the address the endpoint listens on.
 func (e *Endpoint) Addr() net.Addr { return e.ln.Addr() }
@@ -543,6 +606,7 @@ func (e *Endpoint) stop() {
 		x.mu.Unlock()
 	}
 	e.wg.Wait()
+	e.spinSet.close()
 }
 
 // accept runs the handshake of every incoming connection, at most

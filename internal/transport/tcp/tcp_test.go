@@ -26,15 +26,25 @@ func newGroup(t testing.TB, cfg Config) []*Endpoint {
 	return eps
 }
 
+// TestConformance runs the transport suite with readers that wait in the
+// network poller at once and with readers that poll their sockets first
+// (Config.Spin), however many ranks the group has.
 func TestConformance(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
-		eps := newGroup(t, Config{Size: n, PeerTimeout: 5 * time.Second})
-		out := make([]transport.Endpoint, n)
-		for i, e := range eps {
-			out[i] = e
-		}
-		return out
-	})
+	for _, mode := range []struct {
+		name string
+		spin time.Duration
+	}{{"wait", -1}, {"poll", DefaultSpin}} {
+		t.Run(mode.name, func(t *testing.T) {
+			transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
+				eps := newGroup(t, Config{Size: n, PeerTimeout: 5 * time.Second, Spin: mode.spin})
+				out := make([]transport.Endpoint, n)
+				for i, e := range eps {
+					out[i] = e
+				}
+				return out
+			})
+		})
+	}
 }
 
 // TestIPv6: the transport works over IPv6 (loopback ::1), where the host
