@@ -35,6 +35,24 @@
 // buffer is taken from it whole, so that a frame cut short writes
 // nothing, and a larger one is read straight into window memory.
 //
+// # Polling reads
+//
+// A reader that waits in the runtime's network poller is woken one to
+// several microseconds after its frame arrived, and tens of them on a
+// loaded machine. So on Linux, while the ranks of the host each have a
+// core (Caps.HostRanks, the ranks whose address names this host, at most
+// the cores; for the goroutine ranks of a Group, at most GOMAXPROCS), a
+// reader that finds its socket empty polls it for Config.Spin (50 us by
+// default) before it waits, as MPI libraries poll for messages, yielding
+// the processor to the process's other goroutines between polls. With
+// one processor per rank a yielding goroutine keeps the runtime from
+// polling the network, so the poll also ends as soon as another
+// connection of the endpoint has something to read (an epoll set of all
+// of them, looked at without waiting), while a write of the endpoint is
+// under way (it may wait for room in its socket), and on Close or a new
+// read deadline. Other network I/O of the program may wait up to the
+// poll's length. Config.Spin -1 turns polling off.
+//
 // # Security
 //
 // Every connection starts with a handshake in which both ends name the
