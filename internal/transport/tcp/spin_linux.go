@@ -87,6 +87,14 @@ type spinConn struct {
 	// sees it change ends, so that the read waits in the network poller,
 	// which honours both.
 	kicks atomic.Uint32
+
+	// The state of the read under way (Read).
+	readFn func(uintptr) bool // s.read
+	rp     []byte
+	rn     int
+	rerr   error
+	pl     poller
+	evs    [2]unix.EpollEvent
 }
 
 // spinning returns c polling its reads as set says, or c itself if set
@@ -101,6 +109,7 @@ func spinning(c net.Conn, set *spinSet) net.Conn {
 		return c
 	}
 	s := &spinConn{Conn: c, rc: rc, set: set, fd: -1}
+	s.readFn = s.read
 	rc.Control(func(fd uintptr) {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 		if unix.EpollCtl(set.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev) == nil {
@@ -115,30 +124,17 @@ func spinning(c net.Conn, set *spinSet) net.Conn {
 
 // Read reads into p what the socket holds, polling it for up to the
 // set's spin while it holds nothing, and then waiting in the network
-// poller (which honours the connection's deadline and Close).
+// poller (which honours the connection's deadline and Close). Only one
+// goroutine reads a connection at a time (its reader).
 func (s *spinConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var (
-		n    int
-		rerr error
-		pl   = poller{spin: time.Duration(s.set.spin.Load()), kicks: s.kicks.Load()}
-	)
-	err := s.rc.Read(func(fd uintptr) bool {
-		for {
-			n, rerr = syscall.Read(int(fd), p)
-			if rerr == syscall.EINTR {
-				continue
-			}
-			if rerr != syscall.EAGAIN {
-				return true
-			}
-			if !s.poll(&pl) {
-				return false
-			}
-		}
-	})
+	s.rp = p
+	s.pl = poller{spin: time.Duration(s.set.spin.Load()), kicks: s.kicks.Load()}
+	err := s.rc.Read(s.readFn)
+	s.rp = nil
+	n, rerr := s.rn, s.rerr
 	switch {
 	case err != nil:
 		return 0, err
@@ -148,6 +144,25 @@ func (s *spinConn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// read is the function of Read's raw read (s.readFn, made once: a
+// closure made per call would be allocated per call): it reads, and
+// polls while the socket is empty; false sends the read to the network
+// poller.
+func (s *spinConn) read(fd uintptr) bool {
+	for {
+		s.rn, s.rerr = syscall.Read(int(fd), s.rp)
+		if s.rerr == syscall.EINTR {
+			continue
+		}
+		if s.rerr != syscall.EAGAIN {
+			return true
+		}
+		if !s.poll(&s.pl) {
+			return false
+		}
+	}
 }
 
 // poller is the state of the polls of one read.
@@ -165,7 +180,7 @@ type poller struct {
 func (s *spinConn) poll(pl *poller) bool {
 	s.set.polling.Add(1)
 	defer s.set.polling.Add(-1)
-	var evs [2]unix.EpollEvent
+	evs := s.evs[:]
 	for {
 		if pl.spin <= 0 || s.kicks.Load() != pl.kicks {
 			return false
@@ -186,7 +201,7 @@ func (s *spinConn) poll(pl *poller) bool {
 		}
 		pl.polls++
 		runtime.Gosched()
-		k, err := unix.EpollWait(s.set.epfd, evs[:], 0)
+		k, err := unix.EpollWait(s.set.epfd, evs, 0)
 		switch {
 		case err == unix.EINTR:
 		case err != nil:
