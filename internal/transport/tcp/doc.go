@@ -44,14 +44,15 @@
 // the cores; for the goroutine ranks of a Group, at most GOMAXPROCS), a
 // reader that finds its socket empty polls it for Config.Spin (50 us by
 // default) before it waits, as MPI libraries poll for messages, yielding
-// the processor to the process's other goroutines between polls. With
-// one processor per rank a yielding goroutine keeps the runtime from
-// polling the network, so the poll also ends as soon as another
-// connection of the endpoint has something to read (an epoll set of all
-// of them, looked at without waiting), while a write of the endpoint is
-// under way (it may wait for room in its socket), and on Close or a new
-// read deadline. Other network I/O of the program may wait up to the
-// poll's length. Config.Spin -1 turns polling off.
+// the processor to the process's other goroutines between polls. A
+// yielding goroutine keeps the runtime from polling the network (it does
+// so when it has nothing else to run, or every 10 ms), so the poll also
+// ends as soon as any connection or listener of the process's endpoints
+// has something (an epoll set of all of them, looked at without
+// waiting), while one of their writes, dials or handshakes is under way
+// (these wait in the runtime's poller), and on Close or a new read
+// deadline. Other network I/O of the program may wait those 10 ms while
+// readers poll. Config.Spin -1 turns polling off.
 //
 // # Security
 //

@@ -286,6 +286,9 @@ func (o *outConn) flush() (*waiter, error) {
 // readReplies takes the peer's replies until the connection ends.
 func (o *outConn) readReplies() {
 	defer o.p.ep.wg.Done()
+	// Every way out closes the connection: one that nobody reads would
+	// stay readable (and end every reader's poll, see spinConn).
+	defer o.c.Close()
 	var hb [headerSize]byte
 	for {
 		if _, err := io.ReadFull(o.br, hb[:]); err != nil {

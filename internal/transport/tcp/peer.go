@@ -138,6 +138,7 @@ func (p *peer) conn() (*outConn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.ep.timeout)
 	defer cancel()
 	var d net.Dialer
+	p.ep.spinner.begin() // the dial and handshake wait in the network poller
 	c, err := d.DialContext(ctx, "tcp", p.addr)
 	if err == nil {
 		raceDialed(c)
@@ -149,11 +150,12 @@ func (p *peer) conn() (*outConn, error) {
 			c.Close()
 		}
 	}
+	p.ep.spinner.end()
 	if err != nil {
 		p.fail(fmt.Errorf("tcp: rank %d at %s: %v: %w", p.rank, p.addr, err, transport.ErrPeer))
 		return nil, p.err()
 	}
-	o := newOutConn(p, p.ep.wrap(raceWrap(spinning(c, p.ep.spinSet), true), p.rank, true))
+	o := newOutConn(p, p.ep.wrap(raceWrap(p.ep.spinner.wrap(c), true), p.rank, true))
 	p.heard()
 	p.out.Store(o)
 	if err := p.err(); err != nil || !p.ep.open() {
@@ -186,7 +188,7 @@ func (p *peer) attach(c net.Conn) (*inConn, error) {
 	if p.in.Load() != nil {
 		return nil, fmt.Errorf("tcp: rank %d is already connected", p.rank)
 	}
-	in := newInConn(p, p.ep.wrap(raceWrap(spinning(c, p.ep.spinSet), false), p.rank, false))
+	in := newInConn(p, p.ep.wrap(raceWrap(p.ep.spinner.wrap(c), false), p.rank, false))
 	p.heard()
 	p.in.Store(in)
 	if !p.ep.open() || p.err() != nil {

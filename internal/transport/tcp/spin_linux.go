@@ -18,101 +18,191 @@ import (
 // A reader that waits in the runtime's network poller is woken one to
 // several microseconds after its frame arrived, and tens of them on a
 // loaded machine. So a connection's reader first polls its socket for a
-// while (Endpoint.spin), as MPI libraries take messages by polling,
+// while (Config.Spin), as MPI libraries take messages by polling,
 // yielding the processor between polls to the process's other goroutines
 // (among them the rank it just delivered to).
 //
-// With one processor per rank (GOMAXPROCS=1, as narmarun gives each rank
-// of a full host), a goroutine that keeps yielding keeps the runtime from
-// polling the network at all: another reader of the endpoint, or a writer
-// waiting for room in its socket, would wait for the poll to end. The
-// poll therefore ends, and the reader waits in the network poller like
-// any other, as soon as another connection of the endpoint has something
-// to read (an epoll set of all of them, looked at without waiting) or one
-// of its writes is under way (and may be waiting for room).
+// A goroutine that keeps yielding keeps the runtime from polling the
+// network (it does so only when it has nothing else to run, or from its
+// monitor thread every 10 ms): with one processor per rank (GOMAXPROCS=1,
+// as narmarun gives each rank of a full host) nothing that waits in the
+// network poller would run while a reader polls. The poll therefore ends,
+// and the reader waits in the network poller like any other, as soon as
+// a connection of any endpoint of the process has something to read, or
+// a listener a connection to accept (an epoll set of all of them, looked
+// at without waiting), and while a write, a dial or a handshake of theirs
+// is under way (these may wait in the network poller). Other network I/O
+// of the program may wait the runtime's 10 ms.
 
-// spinSet is the endpoint's polling state: the epoll set of its
-// connections and the count of writes under way.
+// spinSet is the process's polling state, shared by its endpoints: the
+// epoll set of their connections and listeners, and the count of their
+// network waits under way outside it.
 type spinSet struct {
 	epfd    int
-	spin    atomic.Int64 // how long a read polls (a time.Duration); 0: not at all
-	writing atomic.Int32
+	waiting atomic.Int32 // writes, dials and handshakes under way
+	_       [60]byte     // the counters below, for tests, on their own line
 
 	// For tests: the reads polling now, and the polls that ended early
-	// for a write under way or for another connection.
-	polling              atomic.Int32
-	forWrites, forOthers atomic.Uint64
+	// for a wait under way or for something in the set.
+	polling             atomic.Int32
+	forWaits, forOthers atomic.Uint64
 
-	mu     sync.RWMutex // orders the removal of connections before close
+	mu     sync.RWMutex // orders registrations before close
 	closed bool
 }
 
-// newSpinSet returns the polling state of an endpoint whose readers may
-// poll (setSpin says for how long), or nil if epoll is not available.
-func newSpinSet() *spinSet {
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
+// theSpinSet is the process's spinSet while endpoints use it.
+var theSpinSet struct {
+	mu   sync.Mutex
+	set  *spinSet
+	refs int
+}
+
+// acquireSpinSet returns the process's spinSet, made on first use, or nil
+// if epoll is not available; releaseSpinSet gives it back.
+func acquireSpinSet() *spinSet {
+	ps := &theSpinSet
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.set == nil {
+		fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return nil
+		}
+		ps.set = &spinSet{epfd: fd}
+	}
+	ps.refs++
+	return ps.set
+}
+
+func releaseSpinSet() {
+	ps := &theSpinSet
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.refs--; ps.refs == 0 {
+		s := ps.set
+		ps.set = nil
+		s.mu.Lock()
+		s.closed = true
+		unix.Close(s.epfd)
+		s.mu.Unlock()
+	}
+}
+
+// add registers fd for readability; false if the set is closed or the
+// registration failed.
+func (s *spinSet) add(fd int) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return false
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+	return unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev) == nil
+}
+
+// remove withdraws fd, before it is closed.
+func (s *spinSet) remove(fd int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.closed {
+		unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	}
+}
+
+// spinner is an endpoint's part of the polling: how long its reads poll,
+// and the process's set. A nil spinner never polls.
+type spinner struct {
+	set  *spinSet
+	spin atomic.Int64 // a time.Duration; 0: reads do not poll
+}
+
+// newSpinner returns the endpoint's spinner, not polling until setSpin,
+// or nil if epoll is not available.
+func newSpinner() *spinner {
+	set := acquireSpinSet()
+	if set == nil {
 		return nil
 	}
-	return &spinSet{epfd: fd}
+	return &spinner{set: set}
 }
 
 // setSpin sets how long reads poll.
-func (s *spinSet) setSpin(d time.Duration) {
-	if s != nil {
-		s.spin.Store(int64(d))
+func (sp *spinner) setSpin(d time.Duration) {
+	if sp != nil {
+		sp.spin.Store(int64(d))
 	}
 }
 
-// close releases the epoll set, once the endpoint's readers ended.
-func (s *spinSet) close() {
-	if s == nil {
+// close gives the set back, once the endpoint's readers have ended.
+func (sp *spinner) close() {
+	if sp != nil {
+		releaseSpinSet()
+	}
+}
+
+// watch adds a listener to the set: a connection to accept ends polls.
+func (sp *spinner) watch(ln net.Listener) {
+	sc, ok := ln.(syscall.Conn)
+	if sp == nil || !ok {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
-		unix.Close(s.epfd)
+	if rc, err := sc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { sp.set.add(int(fd)) })
 	}
 }
 
-// spinConn is a connection of an endpoint whose reads poll (see above).
+// begin and end bracket a network wait outside the set (a dial, a
+// handshake): polls end while it lasts.
+func (sp *spinner) begin() {
+	if sp != nil {
+		sp.set.waiting.Add(1)
+	}
+}
+
+func (sp *spinner) end() {
+	if sp != nil {
+		sp.set.waiting.Add(-1)
+	}
+}
+
+// spinConn is a connection whose reads poll (see above). Unlike other
+// connections, it must not be read by two goroutines at once (the state
+// of the read under way lives in it); each has one reader.
 type spinConn struct {
 	net.Conn
-	rc  syscall.RawConn
-	set *spinSet
-	fd  int
+	rc   syscall.RawConn
+	sp   *spinner
+	fd   int
+	read func(uintptr) bool // s.readRaw, made once: a closure per read would allocate
 	// kicks counts the calls of Close and SetReadDeadline: a poll that
 	// sees it change ends, so that the read waits in the network poller,
 	// which honours both.
 	kicks atomic.Uint32
 
 	// The state of the read under way (Read).
-	readFn func(uintptr) bool // s.read
-	rp     []byte
-	rn     int
-	rerr   error
-	pl     poller
-	evs    [2]unix.EpollEvent
+	rp   []byte
+	rn   int
+	rerr error
+	pl   poller
+	evs  [2]unix.EpollEvent
 }
 
-// spinning returns c polling its reads as set says, or c itself if set
-// is nil or c is not a socket of the operating system.
-func spinning(c net.Conn, set *spinSet) net.Conn {
+// wrap returns c with polling reads, or c itself if sp is nil or c is
+// not a socket of the operating system.
+func (sp *spinner) wrap(c net.Conn) net.Conn {
 	sc, ok := c.(syscall.Conn)
-	if set == nil || !ok {
+	if sp == nil || !ok {
 		return c
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
 		return c
 	}
-	s := &spinConn{Conn: c, rc: rc, set: set, fd: -1}
-	s.readFn = s.read
+	s := &spinConn{Conn: c, rc: rc, sp: sp, fd: -1}
+	s.read = s.readRaw
 	rc.Control(func(fd uintptr) {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
-		if unix.EpollCtl(set.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev) == nil {
+		if sp.set.add(int(fd)) {
 			s.fd = int(fd)
 		}
 	})
@@ -123,16 +213,15 @@ func spinning(c net.Conn, set *spinSet) net.Conn {
 }
 
 // Read reads into p what the socket holds, polling it for up to the
-// set's spin while it holds nothing, and then waiting in the network
-// poller (which honours the connection's deadline and Close). Only one
-// goroutine reads a connection at a time (its reader).
+// endpoint's spin while it holds nothing, and then waiting in the
+// network poller (which honours the connection's deadline and Close).
 func (s *spinConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	s.rp = p
-	s.pl = poller{spin: time.Duration(s.set.spin.Load()), kicks: s.kicks.Load()}
-	err := s.rc.Read(s.readFn)
+	s.pl = poller{spin: time.Duration(s.sp.spin.Load()), kicks: s.kicks.Load()}
+	err := s.rc.Read(s.read)
 	s.rp = nil
 	n, rerr := s.rn, s.rerr
 	switch {
@@ -146,11 +235,9 @@ func (s *spinConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// read is the function of Read's raw read (s.readFn, made once: a
-// closure made per call would be allocated per call): it reads, and
-// polls while the socket is empty; false sends the read to the network
-// poller.
-func (s *spinConn) read(fd uintptr) bool {
+// readRaw is the function of Read's raw read: it reads, and polls while
+// the socket is empty; false sends the read to the network poller.
+func (s *spinConn) readRaw(fd uintptr) bool {
 	for {
 		s.rn, s.rerr = syscall.Read(int(fd), s.rp)
 		if s.rerr == syscall.EINTR {
@@ -169,64 +256,61 @@ func (s *spinConn) read(fd uintptr) bool {
 type poller struct {
 	spin  time.Duration // how long to poll
 	kicks uint32        // spinConn.kicks when the read began
-	polls int
-	start time.Time // of the first poll
+	start time.Time     // of the first poll; zero before
 }
 
 // poll polls the socket until it has something to read (true) or the
 // read should wait in the network poller (false): its time is up, a
-// write of the endpoint is under way, another connection has something,
-// or Close or SetReadDeadline was called since the read began.
+// network wait is under way, something else in the set is ready, or
+// Close or SetReadDeadline was called since the read began.
 func (s *spinConn) poll(pl *poller) bool {
-	s.set.polling.Add(1)
-	defer s.set.polling.Add(-1)
+	set := s.sp.set
+	set.polling.Add(1)
+	defer set.polling.Add(-1)
 	evs := s.evs[:]
 	for {
 		if pl.spin <= 0 || s.kicks.Load() != pl.kicks {
 			return false
 		}
-		if s.set.writing.Load() > 0 {
-			s.set.forWrites.Add(1)
+		if set.waiting.Load() > 0 {
+			set.forWaits.Add(1)
 			return false
 		}
-		// The clock is read on the first poll and then every 16th: a
-		// poll and a yield cost far less than a look at it.
-		if pl.polls == 0 {
-			pl.start = time.Now()
-		} else if pl.polls&15 == 0 {
-			pl.spin = time.Duration(s.set.spin.Load())
-			if time.Since(pl.start) > pl.spin {
-				return false
-			}
+		// The clock every round: a yield may give a whole time slice
+		// away.
+		if now := time.Now(); pl.start.IsZero() {
+			pl.start = now
+		} else if now.Sub(pl.start) > pl.spin {
+			return false
 		}
-		pl.polls++
 		runtime.Gosched()
-		k, err := unix.EpollWait(s.set.epfd, evs, 0)
+		k, err := unix.EpollWait(set.epfd, evs, 0)
 		switch {
 		case err == unix.EINTR:
 		case err != nil:
 			return false
 		case k > 1 || k == 1 && int(evs[0].Fd) != s.fd:
-			s.set.forOthers.Add(1)
+			set.forOthers.Add(1)
 			return false // let the runtime serve the others
 		case k == 1:
 			return true // ours: read it
 		}
+		pl.spin = time.Duration(s.sp.spin.Load())
 	}
 }
 
-// Write writes p, counted as under way for the endpoint's readers.
+// Write writes p, counted as a wait under way.
 func (s *spinConn) Write(p []byte) (int, error) {
-	s.set.writing.Add(1)
-	defer s.set.writing.Add(-1)
+	s.sp.begin()
+	defer s.sp.end()
 	return s.Conn.Write(p)
 }
 
 // writeBuffers writes b as one vectored write where the connection
 // allows (net.Buffers knows only the runtime's own connections).
 func (s *spinConn) writeBuffers(b *net.Buffers) (int64, error) {
-	s.set.writing.Add(1)
-	defer s.set.writing.Add(-1)
+	s.sp.begin()
+	defer s.sp.end()
 	return b.WriteTo(s.Conn)
 }
 
@@ -244,16 +328,10 @@ func (s *spinConn) SetDeadline(t time.Time) error {
 	return err
 }
 
-// Close takes the connection out of the epoll set, ends a poll under way
-// and closes it.
+// Close takes the connection out of the set, ends a poll under way and
+// closes it.
 func (s *spinConn) Close() error {
 	s.kicks.Add(1)
-	s.set.mu.RLock()
-	if !s.set.closed {
-		s.rc.Control(func(fd uintptr) {
-			unix.EpollCtl(s.set.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
-		})
-	}
-	s.set.mu.RUnlock()
+	s.rc.Control(func(fd uintptr) { s.sp.set.remove(int(fd)) })
 	return s.Conn.Close()
 }

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"testing"
 	"time"
@@ -9,10 +10,10 @@ import (
 	"github.com/narma-rma/narma/internal/transport"
 )
 
-// waitPolling waits until a reader of e polls.
-func waitPolling(t *testing.T, e *Endpoint) {
+// waitPolling waits until a reader polls.
+func waitPolling(t *testing.T, set *spinSet) {
 	t.Helper()
-	for deadline := time.Now().Add(longSpin / 3); e.spinSet.polling.Load() == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(longSpin / 3); set.polling.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no reader polls")
 		}
@@ -61,65 +62,83 @@ func putNotice(t *testing.T, origin *Endpoint, target int, key transport.Key, go
 }
 
 // TestPollingReaderLetsOthersRead: with one processor, a reader polling
-// its socket after a frame stops as soon as another connection of its
-// endpoint has something, so that the runtime serves that one at once
-// (it would otherwise poll the network only when a thread happens to wait
-// in it already, or the runtime's monitor looks, every 10 ms).
+// its socket after a frame stops as soon as another connection has
+// something, so that the runtime serves that one at once (it would
+// otherwise poll the network only when a thread happens to wait in it
+// already, or its monitor looks, every 10 ms).
 func TestPollingReaderLetsOthersRead(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	eps := newGroup(t, Config{Size: 3, Spin: -1})
-	if eps[1].spinSet != nil {
-		t.Fatal("Spin -1 made a polling state")
+	if eps := newGroup(t, Config{Size: 3, Spin: -1}); eps[1].spinner != nil {
+		t.Fatal("Spin -1 made a spinner")
 	}
-	eps = newGroup(t, Config{Size: 3, Spin: time.Microsecond})
+	eps := newGroup(t, Config{Size: 3, Spin: time.Microsecond})
 	key, got := noticeBox(t, eps[1], 64)
 	// Connect both origins while the readers barely poll.
 	putNotice(t, eps[0], 1, key, got)
 	putNotice(t, eps[2], 1, key, got)
-	eps[1].spinSet.setSpin(longSpin)
+	set := eps[1].spinner.set
+	eps[1].spinner.setSpin(longSpin)
 	putNotice(t, eps[0], 1, key, got) // its reader now polls for longSpin
-	waitPolling(t, eps[1])
-	if d := putNotice(t, eps[2], 1, key, got); d > longSpin/3 {
-		t.Fatalf("a notice on another connection took %v while a reader polled for %v", d, longSpin)
-	}
-	if eps[1].spinSet.forOthers.Load() == 0 {
+	waitPolling(t, set)
+	before := set.forOthers.Load()
+	putNotice(t, eps[2], 1, key, got)
+	if set.forOthers.Load() == before {
 		t.Fatal("the polling reader did not stop for the other connection")
 	}
 }
 
-// TestPollingReaderLetsWritersWrite: with one processor, a reader polling
-// its socket stops while a write of its endpoint is under way (it may be
-// waiting for room in its socket, which the runtime's network poller
-// reports).
-func TestPollingReaderLetsWritersWrite(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	eps := newGroup(t, Config{Size: 2, Spin: time.Microsecond})
-	key0, got0 := noticeBox(t, eps[0], 64)
-	const big = 16 << 20
-	key1, got1 := noticeBox(t, eps[1], big)
-	putNotice(t, eps[0], 1, key1, got1) // connects 0 to 1
-	eps[0].spinSet.setSpin(longSpin)
-	putNotice(t, eps[1], 0, key0, got0) // rank 0's reader now polls for longSpin
-	waitPolling(t, eps[0])
-	r, err := eps[0].Region(1, key1, big)
+// loopbackPair returns the two ends of a TCP connection on loopback.
+func loopbackPair(t *testing.T) (dialed, accepted net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if err := r.Put(0, make([]byte, big), transport.Notice{}, nil); err != nil {
+	defer ln.Close()
+	dialed, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*longSpin)
-	defer cancel()
-	if err := eps[0].Flush(ctx, 1); err != nil {
+	accepted, err = ln.Accept()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > longSpin/3 {
-		t.Fatalf("a put of %d bytes took %v while a reader polled for %v", big, d, longSpin)
+	t.Cleanup(func() { dialed.Close(); accepted.Close() })
+	return dialed, accepted
+}
+
+// TestPollingReaderLetsWritersWrite: with one processor, a reader polling
+// its socket stops while a write is under way: one that waits for room
+// in its socket waits in the runtime's network poller, which a polling
+// reader keeps from running.
+func TestPollingReaderLetsWritersWrite(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	sp := newSpinner()
+	if sp == nil {
+		t.Skip("no epoll")
 	}
-	if eps[0].spinSet.forWrites.Load() == 0 {
-		t.Fatal("the polling reader did not stop for the write")
+	defer sp.close()
+	sp.setSpin(longSpin)
+	quiet, _ := loopbackPair(t) // nothing ever arrives on it
+	r := sp.wrap(quiet)
+	full, _ := loopbackPair(t) // its other end never reads
+	w := sp.wrap(full)
+	read := make(chan error, 1)
+	go func() {
+		_, err := r.Read(make([]byte, 8))
+		read <- err
+	}()
+	waitPolling(t, sp.set)
+	before := sp.set.forWaits.Load()
+	go w.Write(make([]byte, 64<<20)) // fills the socket buffers, then waits for room
+	for deadline := time.Now().Add(longSpin / 3); sp.set.forWaits.Load() == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the polling reader did not stop for a write waiting for room")
+		}
 	}
+	r.Close()
+	w.Close()
+	<-read
 }
 
 // TestCloseEndsPoll: closing the endpoint ends its readers' polls at
@@ -128,12 +147,33 @@ func TestCloseEndsPoll(t *testing.T) {
 	eps := newGroup(t, Config{Size: 2, Spin: time.Microsecond})
 	key, got := noticeBox(t, eps[1], 64)
 	putNotice(t, eps[0], 1, key, got)
-	eps[1].spinSet.setSpin(longSpin)
+	eps[1].spinner.setSpin(longSpin)
 	putNotice(t, eps[0], 1, key, got)
-	waitPolling(t, eps[1])
+	waitPolling(t, eps[1].spinner.set)
 	start := time.Now()
 	eps[1].Kill()
 	if d := time.Since(start); d > longSpin/3 {
 		t.Fatalf("closing an endpoint whose reader polled for %v took %v", longSpin, d)
+	}
+}
+
+// TestSpinSetShared: the endpoints of a process share one polling set,
+// released with the last of them.
+func TestSpinSetShared(t *testing.T) {
+	eps, err := Group(context.Background(), Config{Size: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := eps[0].spinner.set
+	if eps[1].spinner.set != set {
+		t.Fatal("two endpoints of a process have different polling sets")
+	}
+	eps[0].Close()
+	if set.closed {
+		t.Fatal("the set was closed while an endpoint used it")
+	}
+	eps[1].Close()
+	if !set.closed {
+		t.Fatal("the set outlived its endpoints")
 	}
 }

@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// spinSet is the polling state of an endpoint; readers poll only on
-// Linux, so there is none here.
-type spinSet struct{}
+// spinner is an endpoint's part of the polling reads, which only Linux
+// has: none here.
+type spinner struct{}
 
-func newSpinSet() *spinSet               { return nil }
-func (s *spinSet) setSpin(time.Duration) {}
-func (s *spinSet) close()                {}
-
-// spinning returns c: off Linux, reads wait in the network poller at once.
-func spinning(c net.Conn, set *spinSet) net.Conn { return c }
+func newSpinner() *spinner                   { return nil }
+func (sp *spinner) setSpin(time.Duration)    {}
+func (sp *spinner) close()                   {}
+func (sp *spinner) watch(net.Listener)       {}
+func (sp *spinner) begin()                   {}
+func (sp *spinner) end()                     {}
+func (sp *spinner) wrap(c net.Conn) net.Conn { return c }

@@ -87,7 +87,7 @@ type Endpoint struct {
 	wrapConn   func(self, peer int, out bool, c net.Conn) net.Conn
 	ln         net.Listener
 	caps       transport.Caps
-	spinSet    *spinSet // the connections' polling state, nil if they never poll
+	spinner    *spinner // the polling of the connections' reads, nil if they never poll
 
 	state atomic.Uint32
 	done  chan struct{} // closed when the endpoint stops: ends the accept loop and the heartbeat
@@ -132,13 +132,17 @@ func (e *Endpoint) startHandshake(c net.Conn) bool {
 		e.handshaking = make(map[net.Conn]bool)
 	}
 	e.handshaking[c] = true
+	e.spinner.begin() // the handshake waits in the network poller
 	return true
 }
 
 // endHandshake records that c's handshake is over.
 func (e *Endpoint) endHandshake(c net.Conn) {
 	e.hsMu.Lock()
-	delete(e.handshaking, c)
+	if e.handshaking[c] {
+		delete(e.handshaking, c)
+		e.spinner.end()
+	}
 	e.hsMu.Unlock()
 }
 
@@ -215,7 +219,8 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	if cfg.Spin >= 0 {
 		// How long reads poll is known once the addresses are
 		// (setSpin); peers may connect before.
-		e.spinSet = newSpinSet()
+		e.spinner = newSpinner()
+		e.spinner.watch(ln)
 	}
 	// Accept before the addresses are out: a peer may dial as soon as it
 	// has them.
@@ -243,7 +248,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		}
 	}
 	e.caps = transport.Caps{Name: "tcp", NetPoll: true, HostRanks: e.hostRanks(), OneProcess: cfg.oneProcess}
-	e.spinSet.setSpin(spinFor(cfg.Spin, e.caps))
+	e.spinner.setSpin(spinFor(cfg.Spin, e.caps))
 	return e, nil
 }
 
@@ -606,7 +611,7 @@ func (e *Endpoint) stop() {
 		x.mu.Unlock()
 	}
 	e.wg.Wait()
-	e.spinSet.close()
+	e.spinner.close()
 }
 
 // accept runs the handshake of every incoming connection, at most
