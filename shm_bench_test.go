@@ -156,13 +156,19 @@ func benchScale(iters, rounds, quick int) (int, int) {
 }
 
 // pingPongRounds runs each variant, iters round trips at a time, rounds
-// times, interleaved, each run after a barrier, and returns each variant's
-// half round trips in nanoseconds. run does iters round trips of one
-// variant.
+// times, interleaved (each round starting one variant further), each run
+// after a barrier, and returns each variant's half round trips in
+// nanoseconds. run does iters round trips of one variant.
 func pingPongRounds(c *narma.Comm, variants []string, iters, rounds int, run func(v string) error) (map[string][]float64, error) {
 	times := map[string][]float64{}
 	for round := 0; round < rounds; round++ {
-		for _, v := range variants {
+		// Each round starts one variant further: a variant may leave the
+		// processes in a state that helps or hinders the one after it
+		// (over TCP, the one after the raw ping-pong pays for the
+		// runtime's return to narma's connections), and the rotation
+		// spreads that over all of them.
+		for i := range variants {
+			v := variants[(i+round)%len(variants)]
 			if err := c.Barrier(c.Context()); err != nil {
 				return nil, err
 			}
