@@ -152,7 +152,9 @@ func (p *peer) conn() (*outConn, error) {
 	}
 	p.ep.spinner.end()
 	if err != nil {
-		p.fail(fmt.Errorf("tcp: rank %d at %s: %v: %w", p.rank, p.addr, err, transport.ErrPeer))
+		// Both wrapped: the caller may tell a refusal (ErrVersion,
+		// ErrAuth) from a dead peer.
+		p.fail(fmt.Errorf("tcp: rank %d at %s: %w: %w", p.rank, p.addr, err, transport.ErrPeer))
 		return nil, p.err()
 	}
 	o := newOutConn(p, p.ep.wrap(raceWrap(p.ep.spinner.wrap(c), true), p.rank, true))

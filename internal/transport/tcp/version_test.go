@@ -132,8 +132,8 @@ func TestProtocolVersion(t *testing.T) {
 		failed := make(chan error, 1)
 		e.SetFailureHandler(func(_ int, err error) { failed <- err })
 		_, err = e.Region(1, 1, 64)
-		if !errors.Is(err, transport.ErrPeer) {
-			t.Errorf("Region: %v, want an error matching ErrPeer", err)
+		if !errors.Is(err, transport.ErrPeer) || !errors.Is(err, ErrVersion) {
+			t.Errorf("Region: %v, want an error matching ErrPeer and ErrVersion", err)
 		}
 		namesVersions(t, "Region", err, otherVersion, protoVersion)
 		t.Logf("Region: %v", err)
