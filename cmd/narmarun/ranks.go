@@ -111,7 +111,7 @@ func (l *launcher) startRank(r int, env []string) error {
 		Secret: l.secret, Host: l.cfg.host(r),
 	}
 	if l.cfg.transport != "shm" { // tcp, or hybrid whose hosts talk tcp
-		jobEnv.Listen, jobEnv.PeerTimeout = tcpListen, l.cfg.peerTimeout
+		jobEnv.Listen, jobEnv.PeerTimeout, jobEnv.Spin = tcpListen, l.cfg.peerTimeout, l.cfg.spin
 		if strings.HasPrefix(l.srv.Addr(), "tcp:") {
 			// Each rank listens on its interface towards the
 			// bootstrap server, which the other hosts reach.

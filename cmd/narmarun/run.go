@@ -52,9 +52,13 @@ type config struct {
 	// peerTimeout is the tcp transport's peer timeout, from
 	// NARMA_TCP_TIMEOUT in narmarun's environment (0: the default).
 	peerTimeout time.Duration
-	verbose     bool
-	program     string
-	args        []string
+	// spin is how long the tcp transport's readers poll, from
+	// NARMA_TCP_SPIN (as bootstrap.Env.Spin: 0 for the transport's
+	// choice, negative for none).
+	spin    time.Duration
+	verbose bool
+	program string
+	args    []string
 }
 
 // run is narmarun with its command-line arguments (without the command
@@ -96,8 +100,10 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 			"job secret goes that way, never on a command line); the program must be at the\n"+
 			"same path on every host. Each rank gets %s, the index of its host in the list.\n"+
 			"\nWith --transport tcp or hybrid, %s in narmarun's environment, if set, is\n"+
-			"the peer timeout: how long a silent rank is waited for (a duration, e.g. 30s).\n",
-			bootstrap.EnvHost, bootstrap.EnvTCPTimeout)
+			"the peer timeout: how long a silent rank is waited for (a duration, e.g. 30s);\n"+
+			"%s, if set, how long a rank's reader polls its socket before it waits (a\n"+
+			"duration, e.g. 50us; 0: never; unset: while the ranks of a host each have a core).\n",
+			bootstrap.EnvHost, bootstrap.EnvTCPTimeout, bootstrap.EnvTCPSpin)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -168,6 +174,13 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 			return usage("%s=%q is not a duration of at least 0 (such as 30s)", bootstrap.EnvTCPTimeout, v)
 		}
 		cfg.peerTimeout = d
+	}
+	if v := os.Getenv(bootstrap.EnvTCPSpin); v != "" && cfg.transport != "shm" {
+		d, err := bootstrap.ParseSpin(v)
+		if err != nil {
+			return usage("%v", err)
+		}
+		cfg.spin = d
 	}
 	cfg.program, cfg.args = fs.Arg(0), fs.Args()[1:]
 	return cfg, 0, true

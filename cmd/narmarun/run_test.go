@@ -67,7 +67,8 @@ func TestJobEnvironment(t *testing.T) {
 	t.Setenv("NARMA_TCP_LISTEN", "0.0.0.0:9")
 	t.Setenv("NARMA_JOB", "inherited")
 	t.Setenv("NARMA_TCP_TIMEOUT", "7s")
-	const body = `printf '%s\n' "$NARMA_TRANSPORT" "${NARMA_SECRET-unset}" "${NARMA_TCP_LISTEN-unset}" "${NARMA_TCP_TIMEOUT-unset}" "$NARMA_JOB" > "$1/env.$NARMA_RANK"
+	t.Setenv("NARMA_TCP_SPIN", "0")
+	const body = `printf '%s\n' "$NARMA_TRANSPORT" "${NARMA_SECRET-unset}" "${NARMA_TCP_LISTEN-unset}" "${NARMA_TCP_TIMEOUT-unset}" "${NARMA_TCP_SPIN-unset}" "$NARMA_JOB" > "$1/env.$NARMA_RANK"
 `
 	hexSecret := regexp.MustCompile(`^[0-9a-f]{64}$`)
 	// job runs the script with flags and returns what each rank saw.
@@ -84,7 +85,7 @@ func TestJobEnvironment(t *testing.T) {
 				t.Fatalf("rank %d did not run: %v", r, err)
 			}
 			f := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-			if len(f) != 5 {
+			if len(f) != 6 {
 				t.Fatalf("rank %d saw %q", r, f)
 			}
 			if !hexSecret.MatchString(f[1]) {
@@ -93,7 +94,7 @@ func TestJobEnvironment(t *testing.T) {
 			if strings.Contains(res.stdout+res.stderr, f[1]) {
 				t.Errorf("narmarun printed the secret")
 			}
-			if f[4] == "inherited" {
+			if f[5] == "inherited" {
 				t.Errorf("rank %d inherited NARMA_JOB", r)
 			}
 			if r > 0 && !slices.Equal(f, seen[0]) {
@@ -104,12 +105,12 @@ func TestJobEnvironment(t *testing.T) {
 		return seen
 	}
 	shm := job()
-	if want := []string{"shm", shm[0][1], "unset", "unset"}; !slices.Equal(shm[0][:4], want) {
-		t.Errorf("a shm job saw %q, want %q", shm[0][:4], want)
+	if want := []string{"shm", shm[0][1], "unset", "unset", "unset"}; !slices.Equal(shm[0][:5], want) {
+		t.Errorf("a shm job saw %q, want %q", shm[0][:5], want)
 	}
 	tcpJob := job("--transport", "tcp")
-	if want := []string{"tcp", tcpJob[0][1], "127.0.0.1:0", "7s"}; !slices.Equal(tcpJob[0][:4], want) {
-		t.Errorf("a tcp job saw %q, want %q", tcpJob[0][:4], want)
+	if want := []string{"tcp", tcpJob[0][1], "127.0.0.1:0", "7s", "0"}; !slices.Equal(tcpJob[0][:5], want) {
+		t.Errorf("a tcp job saw %q, want %q", tcpJob[0][:5], want)
 	}
 	if tcpJob[0][1] == shm[0][1] {
 		t.Errorf("two jobs had the same secret")
@@ -123,6 +124,12 @@ func TestJobEnvironment(t *testing.T) {
 	// A shm job has no use for it.
 	if res := runNarmarun(t, t.Context(), "-n", "2", "/bin/true"); res.status != 0 {
 		t.Errorf("NARMA_TCP_TIMEOUT=soon made a shm job fail: status %d", res.status)
+	}
+	t.Setenv("NARMA_TCP_TIMEOUT", "")
+	t.Setenv("NARMA_TCP_SPIN", "fast")
+	res = runNarmarun(t, t.Context(), "-n", "2", "--transport", "tcp", "/bin/true")
+	if res.status != 2 || !strings.Contains(res.stderr, `NARMA_TCP_SPIN="fast" is not a duration`) {
+		t.Errorf("NARMA_TCP_SPIN=fast: status %d, stderr %q; want 2 and an explanation", res.status, res.stderr)
 	}
 }
 
@@ -472,7 +479,7 @@ func TestBadCommandLine(t *testing.T) {
 		t.Errorf("stderr %q does not explain why shm cannot be", res.stderr)
 	}
 	res = runNarmarun(t, t.Context(), "-h")
-	for _, want := range []string{"-tag-output", "tcp", "NARMA_TCP_TIMEOUT", "-hosts", "-hostfile", "-launcher", "-bootstrap-addr", "NARMA_HOST"} {
+	for _, want := range []string{"-tag-output", "tcp", "NARMA_TCP_TIMEOUT", "NARMA_TCP_SPIN", "-hosts", "-hostfile", "-launcher", "-bootstrap-addr", "NARMA_HOST"} {
 		if res.status != 0 || !strings.Contains(res.stderr, want) {
 			t.Errorf("-h: status %d, stderr %q lacks %q", res.status, res.stderr, want)
 		}

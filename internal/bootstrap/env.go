@@ -37,6 +37,11 @@ const (
 	// declared failed, a Go duration ("10s"). Optional; empty or 0 means
 	// the transport's default.
 	EnvTCPTimeout = "NARMA_TCP_TIMEOUT"
+	// How long a reader of the tcp transport polls its socket before it
+	// waits in the runtime's network poller, a Go duration ("50us"); 0
+	// turns polling off. Optional; unset means the transport's choice
+	// (polling while the ranks of the host each have a core).
+	EnvTCPSpin = "NARMA_TCP_SPIN"
 	// The index of the rank's host in the launcher's list of hosts, from
 	// 0: ranks with the same index run on the same host (and could share
 	// memory). Optional; unset means 0, a job on one host.
@@ -50,7 +55,7 @@ const ListenAuto = "auto"
 // Vars returns the names of all the variables above: those a launcher
 // sets, and should not let a rank inherit from its own environment.
 func Vars() []string {
-	return []string{EnvRank, EnvSize, EnvAddr, EnvJob, EnvTransport, EnvSecret, EnvTCPListen, EnvTCPTimeout, EnvHost}
+	return []string{EnvRank, EnvSize, EnvAddr, EnvJob, EnvTransport, EnvSecret, EnvTCPListen, EnvTCPTimeout, EnvTCPSpin, EnvHost}
 }
 
 // The schemes of bootstrap addresses.
@@ -75,6 +80,10 @@ type Env struct {
 	// PeerTimeout is the tcp transport's peer timeout (NARMA_TCP_TIMEOUT);
 	// 0 means the transport's default.
 	PeerTimeout time.Duration
+	// Spin is how long the tcp transport's readers poll (NARMA_TCP_SPIN),
+	// as tcp.Config.Spin: 0 means the transport's choice, a negative
+	// value no polling (NARMA_TCP_SPIN=0).
+	Spin time.Duration
 	// Host is the index of the rank's host in the launcher's list
 	// (NARMA_HOST); ranks with the same Host share a machine.
 	Host int
@@ -130,6 +139,11 @@ func fromLookup(lookup func(string) (string, bool)) (Env, bool, error) {
 			return Env{}, false, fmt.Errorf("bootstrap: %s=%q is not a duration of at least 0 (such as \"30s\")", EnvTCPTimeout, s)
 		}
 		e.PeerTimeout = d
+	}
+	if s, _ := lookup(EnvTCPSpin); s != "" {
+		if e.Spin, err = ParseSpin(s); err != nil {
+			return Env{}, false, err
+		}
 	}
 	if s, _ := lookup(EnvHost); s != "" {
 		h, err := strconv.Atoi(s)
@@ -209,8 +223,8 @@ func (e Env) String() string {
 	if e.Secret != "" {
 		secret = "set"
 	}
-	return fmt.Sprintf("{Rank:%d Size:%d Addr:%s Job:%s Transport:%s Secret:%s Listen:%s PeerTimeout:%v Host:%d}",
-		e.Rank, e.Size, e.Addr, e.Job, e.Transport, secret, e.Listen, e.PeerTimeout, e.Host)
+	return fmt.Sprintf("{Rank:%d Size:%d Addr:%s Job:%s Transport:%s Secret:%s Listen:%s PeerTimeout:%v Spin:%v Host:%d}",
+		e.Rank, e.Size, e.Addr, e.Job, e.Transport, secret, e.Listen, e.PeerTimeout, e.Spin, e.Host)
 }
 
 // GoString is String: %#v must not show the secret either.
@@ -218,7 +232,7 @@ func (e Env) GoString() string { return "bootstrap.Env" + e.String() }
 
 // Environ returns the variables of e as "KEY=value" strings, to append to
 // a child's environment. The optional ones (secret, listen address, peer
-// timeout) are included only when set; the host always is.
+// timeout, spin) are included only when set; the host always is.
 func (e Env) Environ() []string {
 	env := []string{
 		EnvRank + "=" + strconv.Itoa(e.Rank),
@@ -237,7 +251,32 @@ func (e Env) Environ() []string {
 	if e.PeerTimeout != 0 {
 		env = append(env, EnvTCPTimeout+"="+e.PeerTimeout.String())
 	}
+	if e.Spin != 0 {
+		env = append(env, EnvTCPSpin+"="+FormatSpin(e.Spin))
+	}
 	return env
+}
+
+// ParseSpin reads a value of NARMA_TCP_SPIN: a duration of at least 0,
+// 0 meaning no polling (returned as -1, as tcp.Config.Spin has it).
+func ParseSpin(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bootstrap: %s=%q is not a duration of at least 0 (such as \"50us\", or 0 for no polling)", EnvTCPSpin, s)
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
+}
+
+// FormatSpin is the NARMA_TCP_SPIN value of spin d (not 0): ParseSpin's
+// inverse.
+func FormatSpin(d time.Duration) string {
+	if d < 0 {
+		return "0"
+	}
+	return d.String()
 }
 
 // parseAddr splits bootstrap address addr into the network and address

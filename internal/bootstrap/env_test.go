@@ -26,7 +26,8 @@ func TestEnvironRoundTrip(t *testing.T) {
 		{Rank: 0, Size: 3, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "tcp",
 			Secret: EncodeSecret([]byte("0123456789abcdef0123456789abcdef")), Listen: "127.0.0.1:0", PeerTimeout: 90 * time.Second},
 		{Rank: 1, Size: 3, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "tcp",
-			Secret: "00ff", PeerTimeout: 1500 * time.Millisecond},
+			Secret: "00ff", PeerTimeout: 1500 * time.Millisecond, Spin: 20 * time.Microsecond},
+		{Rank: 1, Size: 3, Addr: "unix:/x/boot.sock", Job: "12-00ff", Transport: "hybrid", Spin: -1},
 		{Rank: 3, Size: 4, Addr: "tcp:10.1.2.3:4567", Job: "12-00ff", Transport: "tcp",
 			Secret: "00ff", Listen: ListenAuto, Host: 1},
 		{Rank: 0, Size: 2, Addr: "tcp:[fe80::1%eth0]:4567", Job: "12-00ff", Transport: "tcp", Host: 1},
@@ -40,7 +41,7 @@ func TestEnvironRoundTrip(t *testing.T) {
 			t.Fatalf("fromLookup(Environ()) = %v, want %v", got, want)
 		}
 		// The optional variables are written only when set.
-		for key, set := range map[string]bool{EnvSecret: want.Secret != "", EnvTCPListen: want.Listen != "", EnvTCPTimeout: want.PeerTimeout != 0} {
+		for key, set := range map[string]bool{EnvSecret: want.Secret != "", EnvTCPListen: want.Listen != "", EnvTCPTimeout: want.PeerTimeout != 0, EnvTCPSpin: want.Spin != 0} {
 			has := slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, key+"=") })
 			if has != set {
 				t.Errorf("Environ() of %v has %s: %v, want %v", want, key, has, set)
@@ -58,7 +59,7 @@ func TestEnvironRoundTrip(t *testing.T) {
 // TestVarsCoverEnviron: every variable Environ writes is one of Vars, so
 // a launcher that drops those from what its ranks inherit drops them all.
 func TestVarsCoverEnviron(t *testing.T) {
-	e := Env{Rank: 0, Size: 1, Addr: "unix:/s", Job: "1-ab", Transport: "tcp", Secret: "00", Listen: "h:0", PeerTimeout: time.Second, Host: 0}
+	e := Env{Rank: 0, Size: 1, Addr: "unix:/s", Job: "1-ab", Transport: "tcp", Secret: "00", Listen: "h:0", PeerTimeout: time.Second, Spin: time.Microsecond, Host: 0}
 	for _, kv := range e.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if !slices.Contains(Vars(), k) {
@@ -141,7 +142,7 @@ func TestFromEnvReal(t *testing.T) {
 func TestFromEnvInvalid(t *testing.T) {
 	good := map[string]string{
 		EnvRank: "1", EnvSize: "4", EnvAddr: "unix:/tmp/s", EnvJob: "1-ab", EnvTransport: "shm",
-		EnvSecret: "00ff", EnvTCPListen: "127.0.0.1:0", EnvTCPTimeout: "5s", EnvHost: "3",
+		EnvSecret: "00ff", EnvTCPListen: "127.0.0.1:0", EnvTCPTimeout: "5s", EnvTCPSpin: "50us", EnvHost: "3",
 	}
 	tests := []struct {
 		name, key, value string // value "-" removes key
@@ -171,6 +172,8 @@ func TestFromEnvInvalid(t *testing.T) {
 		{"secret of odd length", EnvSecret, "0ff", EnvSecret + " is not hexadecimal"},
 		{"timeout not a duration", EnvTCPTimeout, "10", EnvTCPTimeout},
 		{"timeout negative", EnvTCPTimeout, "-1s", EnvTCPTimeout},
+		{"spin not a duration", EnvTCPSpin, "50", EnvTCPSpin},
+		{"spin negative", EnvTCPSpin, "-1us", EnvTCPSpin},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,13 @@ func external(ctx context.Context, lj launchenv.Job, lookup func(string) (string
 		}
 		env.PeerTimeout = d
 	}
+	if s, ok := lookup(bootstrap.EnvTCPSpin); ok && s != "" {
+		d, err := bootstrap.ParseSpin(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		env.Spin = d
+	}
 	secret, err := env.SecretBytes(bootstrap.MinSecret)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)

@@ -35,6 +35,7 @@ func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
 		Exchange:    client.Exchange,
 		Secret:      secret,
 		PeerTimeout: env.PeerTimeout,
+		Spin:        env.Spin,
 	})
 	if err != nil {
 		client.Close()
