@@ -44,7 +44,10 @@
 // (NARMA_TCP_LISTEN=auto), never on a wildcard address; and
 // NARMA_TCP_TIMEOUT in narmarun's own environment, if set, is the peer
 // timeout (a duration, such as 30s: how long a silent rank is waited for
-// before it is declared failed; the transport's default otherwise).
+// before it is declared failed; the transport's default otherwise), and
+// NARMA_TCP_SPIN how long a rank's readers poll their sockets before they
+// wait (a duration, such as 50us; 0 for never; unset, the transport
+// polls while the ranks of a host each have a core).
 //
 // # Several hosts
 //

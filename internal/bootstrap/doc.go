@@ -53,6 +53,9 @@
 //	                   loopback for a Unix socket)
 //	NARMA_TCP_TIMEOUT  the tcp transport's peer timeout, a Go duration
 //	                   (optional; default the transport's, 10s)
+//	NARMA_TCP_SPIN     how long the tcp transport's readers poll their
+//	                   sockets before they wait, a Go duration; 0 for
+//	                   never (optional; default the transport's choice)
 //	NARMA_HOST         index of the rank's host in the launcher's list of
 //	                   hosts, from 0 (optional; default 0): ranks with the
 //	                   same index share a machine, and could share memory
