@@ -220,27 +220,20 @@ func TestCtlToFailedRank(t *testing.T) {
 // epoch before that origin's next Complete: the target would read its
 // window while the origin is still writing it.
 func TestPSCWWaitTakesLiveCompletes(t *testing.T) {
-	for _, st := range []Strategy{Immediate, Deferred} {
-		for _, path := range ctlPaths {
-			t.Run(st.String()+"/"+path, func(t *testing.T) {
-				// Rank 0 exposes its window to 1 and 2; 1 completes, 2 dies.
-				fw := newFailWorld(t, 3, st, path)
-				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-				defer cancel()
-				w0, w1 := fw.ws[0], fw.ws[1]
-				if err := w0.Post([]int{1, 2}, 0); err != nil {
-					t.Fatal(err)
-				}
-				epoch(t, ctx, w1, 0, 1)
-				if err := fw.f.Kill(2); err != nil {
-					t.Fatal(err)
-				}
-				wantPeer(t, "Wait with origin 2 dead", w0.Wait(ctx), 2)
-				checkWord(t, w0, 1)
-				nextEpochInStep(t, ctx, w0, w1)
-			})
+	eachFailWorld(t, 3, func(t *testing.T, fw *failWorld, ctx context.Context) {
+		// Rank 0 exposes its window to 1 and 2; 1 completes, 2 dies.
+		w0, w1 := fw.ws[0], fw.ws[1]
+		if err := w0.Post([]int{1, 2}, 0); err != nil {
+			t.Fatal(err)
 		}
-	}
+		epoch(t, ctx, w1, 0, 1)
+		if err := fw.f.Kill(2); err != nil {
+			t.Fatal(err)
+		}
+		wantPeer(t, "Wait with origin 2 dead", w0.Wait(ctx), 2)
+		checkWord(t, w0, 1)
+		nextEpochInStep(t, ctx, w0, w1)
+	})
 }
 
 // TestPSCWPostToFailedRank: a Post whose group holds a rank known to have
@@ -301,43 +294,52 @@ func TestPSCWPostFailsMidway(t *testing.T) {
 // performs the operations queued for them first, dropping those for the
 // failed target. No post is left over for the next epoch.
 func TestPSCWAccessWithFailedTarget(t *testing.T) {
+	eachFailWorld(t, 3, func(t *testing.T, fw *failWorld, ctx context.Context) {
+		w0, w1 := fw.ws[0], fw.ws[1]
+		if err := fw.f.Kill(2); err != nil {
+			t.Fatal(err)
+		}
+		if err := w0.Post([]int{1}, 0); err != nil {
+			t.Fatal(err)
+		}
+		err := w1.Start(ctx, []int{0, 2}, 0)
+		want := uint64(0)
+		if w1.strategy == Immediate {
+			wantPeer(t, "immediate Start with target 2 dead", err, 2)
+		} else {
+			if err != nil {
+				t.Fatalf("deferred Start: %v", err)
+			}
+			for _, tg := range []int{0, 2} {
+				if err := put(w1, tg, 1); err != nil {
+					t.Fatalf("deferred put to rank %d: %v", tg, err)
+				}
+			}
+			wantPeer(t, "deferred Complete with target 2 dead", w1.Complete(ctx), 2)
+			want = 1
+		}
+		if w1.accessOn || w1.queued != 0 {
+			t.Errorf("after the failure: access epoch open %v, %d operations queued", w1.accessOn, w1.queued)
+		}
+		if err := w0.Wait(ctx); err != nil {
+			t.Fatalf("Wait of the live target: %v", err)
+		}
+		checkWord(t, w0, want)
+		nextEpochInStep(t, ctx, w0, w1)
+	})
+}
+
+// eachFailWorld runs body in a subtest for each strategy and each path of
+// the control messages, on a fresh world of n ranks, with a context that
+// ends at testTimeout.
+func eachFailWorld(t *testing.T, n int, body func(t *testing.T, fw *failWorld, ctx context.Context)) {
 	for _, st := range []Strategy{Immediate, Deferred} {
 		for _, path := range ctlPaths {
 			t.Run(st.String()+"/"+path, func(t *testing.T) {
-				fw := newFailWorld(t, 3, st, path)
+				fw := newFailWorld(t, n, st, path)
 				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 				defer cancel()
-				w0, w1 := fw.ws[0], fw.ws[1]
-				if err := fw.f.Kill(2); err != nil {
-					t.Fatal(err)
-				}
-				if err := w0.Post([]int{1}, 0); err != nil {
-					t.Fatal(err)
-				}
-				err := w1.Start(ctx, []int{0, 2}, 0)
-				want := uint64(0)
-				if st == Immediate {
-					wantPeer(t, "immediate Start with target 2 dead", err, 2)
-				} else {
-					if err != nil {
-						t.Fatalf("deferred Start: %v", err)
-					}
-					for _, tg := range []int{0, 2} {
-						if err := put(w1, tg, 1); err != nil {
-							t.Fatalf("deferred put to rank %d: %v", tg, err)
-						}
-					}
-					wantPeer(t, "deferred Complete with target 2 dead", w1.Complete(ctx), 2)
-					want = 1
-				}
-				if w1.accessOn || w1.queued != 0 {
-					t.Errorf("after the failure: access epoch open %v, %d operations queued", w1.accessOn, w1.queued)
-				}
-				if err := w0.Wait(ctx); err != nil {
-					t.Fatalf("Wait of the live target: %v", err)
-				}
-				checkWord(t, w0, want)
-				nextEpochInStep(t, ctx, w0, w1)
+				body(t, fw, ctx)
 			})
 		}
 	}
