@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,21 +177,8 @@ func (c *Comm) Close() error {
 	return c.ep.Close()
 }
 
-// sharesCores reports whether the ranks on this rank's host (caps; the
-// job's size if the transport does not say) outnumber the processors
-// they run on: the host's cores, or for goroutine ranks of one process
-// its runtime's processors.
-func sharesCores(caps transport.Caps, size int) bool {
-	ranks := caps.HostRanks
-	if ranks <= 0 {
-		ranks = size
-	}
-	cores := runtime.NumCPU()
-	if caps.OneProcess {
-		cores = min(cores, runtime.GOMAXPROCS(0))
-	}
-	return ranks > cores
-}
+// sharesCores is caps.SharesCores(size) (a function for tests).
+func sharesCores(caps transport.Caps, size int) bool { return caps.SharesCores(size) }
 
 // wakeOnAbort rings the transport's doorbell when the job is aborted, so
 // that waiters asleep on it (sleepWait) see the abort at once, not at the

@@ -18,6 +18,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
@@ -90,6 +91,23 @@ type Caps struct {
 	// they share the processors of its runtime (GOMAXPROCS), not the
 	// host's cores.
 	OneProcess bool
+}
+
+// SharesCores reports whether the ranks on this rank's host (HostRanks;
+// size, the job's, if the transport does not know) outnumber the
+// processors they run on: the host's cores, or for goroutine ranks of
+// one process (OneProcess) its runtime's processors. Waiters then should
+// not poll busily.
+func (c Caps) SharesCores(size int) bool {
+	ranks := c.HostRanks
+	if ranks <= 0 {
+		ranks = size
+	}
+	cores := runtime.NumCPU()
+	if c.OneProcess {
+		cores = min(cores, runtime.GOMAXPROCS(0))
+	}
+	return ranks > cores
 }
 
 // AMID selects an active-message handler. The engine owns the numbering.

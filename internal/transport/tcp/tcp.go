@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -270,20 +269,14 @@ func (e *Endpoint) hostRanks() int {
 
 // spinFor is how long readers poll, given Config.Spin and the endpoint's
 // capabilities: set, DefaultSpin, or nothing when the ranks of the host
-// outnumber the processors they run on (its cores, or for the goroutine
-// ranks of one process its runtime's processors).
+// outnumber the processors they run on (Caps.SharesCores).
 func spinFor(spin time.Duration, caps transport.Caps) time.Duration {
 	switch {
 	case spin < 0:
 		return 0
 	case spin > 0:
 		return spin
-	}
-	cores := runtime.NumCPU()
-	if caps.OneProcess {
-		cores = min(cores, runtime.GOMAXPROCS(0))
-	}
-	if caps.HostRanks > cores {
+	case caps.SharesCores(caps.HostRanks):
 		return 0
 	}
 	return DefaultSpin
