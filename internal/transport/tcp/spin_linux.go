@@ -299,16 +299,25 @@ func (s *spinConn) poll(pl *poller) bool {
 	}
 }
 
-// Write writes p, counted as a wait under way.
+// Write writes p, counted as a wait under way while the endpoint's reads
+// poll (when they do not, the two atomic additions on the process's
+// counter are saved).
 func (s *spinConn) Write(p []byte) (int, error) {
+	if s.sp.spin.Load() == 0 {
+		return s.Conn.Write(p)
+	}
 	s.sp.begin()
 	defer s.sp.end()
 	return s.Conn.Write(p)
 }
 
 // writeBuffers writes b as one vectored write where the connection
-// allows (net.Buffers knows only the runtime's own connections).
+// allows (net.Buffers knows only the runtime's own connections), counted
+// as Write is.
 func (s *spinConn) writeBuffers(b *net.Buffers) (int64, error) {
+	if s.sp.spin.Load() == 0 {
+		return b.WriteTo(s.Conn)
+	}
 	s.sp.begin()
 	defer s.sp.end()
 	return b.WriteTo(s.Conn)
