@@ -158,8 +158,14 @@ func TestCloseEndsPoll(t *testing.T) {
 }
 
 // TestSpinSetShared: the endpoints of a process share one polling set,
-// released with the last of them.
+// held as long as one of them is open and released with the last.
 func TestSpinSetShared(t *testing.T) {
+	refs := func() int {
+		theSpinSet.mu.Lock()
+		defer theSpinSet.mu.Unlock()
+		return theSpinSet.refs
+	}
+	before := refs() // endpoints of other tests may still be open
 	eps, err := Group(context.Background(), Config{Size: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -168,12 +174,18 @@ func TestSpinSetShared(t *testing.T) {
 	if eps[1].spinner.set != set {
 		t.Fatal("two endpoints of a process have different polling sets")
 	}
+	if got := refs(); got != before+2 {
+		t.Fatalf("%d references to the set after a group of 2, want %d", got, before+2)
+	}
 	eps[0].Close()
 	if set.closed {
 		t.Fatal("the set was closed while an endpoint used it")
 	}
 	eps[1].Close()
-	if !set.closed {
+	if got := refs(); got != before {
+		t.Fatalf("%d references to the set after the group closed, want %d", got, before)
+	}
+	if before == 0 && !set.closed {
 		t.Fatal("the set outlived its endpoints")
 	}
 }
