@@ -84,9 +84,8 @@ const benchCall = "bench-pingpong:"
 //     that the put arrived (the paper's producer-consumer);
 //   - put-flag, send-recv: those variants of BenchmarkProducerConsumer;
 //   - put-notify-flush (only if NARMA_BENCH_VARIANTS names it): the
-//     notified put flushed each time. A small one travels inline, in its
-//     notice, and is complete only once the target has taken the notice,
-//     so this flush waits for the target.
+//     notified put flushed each time (over shm the flush waits for
+//     nothing: a put is complete at its target when it returns).
 //
 // It reports each variant's median half round trip (ns-<variant>) and
 // the ratios x-xfer and x-copy (put-notify / xfer and / copy: the goal is

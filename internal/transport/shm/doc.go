@@ -13,15 +13,15 @@
 // Notices travel through the target's ring, a bounded multi-producer queue
 // of cache-line slots drained by the target in Poll (or by the endpoint's
 // progress goroutine when nobody polls). A full ring makes producers wait;
-// nothing is dropped. A notified put of at most 8 bytes carries its data
-// in its slot (the paper's inline transfer): the target copies the data
-// into its window, then takes the notice, so one cache line crosses
-// between the cores instead of two. Such a put is complete at the target
-// once its data is there: Flush completes it without waiting for the
-// target, by claiming the slot and copying the data itself if the target
-// has not begun to (the target then only takes the notice), and no later
-// operation of the same origin to that target overtakes it. Every other
-// operation is complete when its call returns.
+// nothing is dropped. A notified put copies its data into the target's
+// window, then publishes its notice: every operation is complete at its
+// target when its call returns (Caps.Synchronous), so Flush and
+// FlushLocal wait for nothing and a stream of notified puts never waits
+// for its consumer. (The paper's inline transfer, the data of a small put
+// riding in its notice's slot, would save the target one cache line but
+// leave the put incomplete until the target took the notice: every Flush
+// would then wait for the consumer, a round trip per message in a
+// pipeline.)
 //
 // Waiting: a waiter polls, yields, then sleeps on its endpoint's doorbell
 // (a futex word in its control segment), which producers ring only when

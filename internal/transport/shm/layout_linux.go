@@ -18,7 +18,7 @@ import (
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0004 // "narma", layout version 4
+	magic     = 0x616d72616e_0005 // "narma", layout version 5
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -67,43 +67,28 @@ type header struct {
 	_   [lineSize - 8]byte
 }
 
-// slot is one notice: a cache line. A notified put of at most inlineMax
-// bytes carries its data in the slot (inl bytes of data, for offset
-// putOff of the region): whoever claims the slot first (st) copies the
-// data into the region, the consumer as it takes the notice or the
-// origin as it flushes (the paper's inline transfer).
+// slot is one notice: a cache line, written by one producer and read by
+// the consumer. The data of a notified put is already in the target's
+// memory when its notice is published.
 type slot struct {
 	seq    atomic.Uint64 // Vyukov sequence: pos when free, pos+1 when full
-	st     atomic.Uint64 // state of the inline data: stWord(pos, inlinePending...)
 	src    uint32
 	kind   uint8
 	op     uint8
-	inl    uint8 // bytes of inline data, 0 for none
-	_      uint8
+	_      uint16
 	tag    int32
-	putOff uint32 // offset of the inline data in the region
+	_      uint32
 	key    uint64
 	offset uint64
 	value  uint64
-	data   [inlineMax]byte
+	_      [lineSize - 48]byte
 }
 
-// inlineMax is the most data a notice slot carries.
-const inlineMax = lineSize - 56
-
-// States of a slot's inline data (the low two bits of slot.st, above
-// which is the slot's position, so that a claim never takes the slot's
-// next use for this one).
-const (
-	inlinePending  uint64 = iota // not yet copied
-	inlineOrigin                 // the origin is copying it (flush)
-	inlineConsumer               // the consumer is copying it (drain)
-	inlineApplied                // the origin has copied it
+// A slot, an exposure and a ring head are one line each.
+var (
+	_ [lineSize - unsafe.Sizeof(slot{})]byte
+	_ [unsafe.Sizeof(slot{}) - lineSize]byte
 )
-
-// stWord is the value of slot.st for the inline data of the notice at
-// pos in state state.
-func stWord(pos, state uint64) uint64 { return pos<<2 | state }
 
 // exposure is one entry of the exposure table.
 type exposure struct {

@@ -17,11 +17,9 @@ import (
 // elsewhere; producers read deq only when the value they last saw says
 // the ring is full. A full ring makes producers wait: nothing is dropped.
 
-// tryPush publishes notice n from src about region key into the ring of c,
-// with inline data for offset putOff of the region (at most inlineMax
-// bytes; none if data is empty); it returns the notice's position, or
-// false if the ring is full.
-func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice, data []byte, putOff uint32) (uint64, bool) {
+// tryPush publishes notice n from src about region key into the ring of c;
+// it reports false if the ring is full.
+func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
 	slots := uint64(len(c.slots))
 	for {
 		pos := c.hdr.enq.Load()
@@ -29,7 +27,7 @@ func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice, data []byt
 			head := c.hdr.deq.Load()
 			c.headSeen.Store(head)
 			if pos-head >= slots {
-				return 0, false
+				return false
 			}
 		}
 		if !c.hdr.enq.CompareAndSwap(pos, pos+1) {
@@ -43,26 +41,21 @@ func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice, data []byt
 		s.key = uint64(key)
 		s.offset = n.Offset
 		s.value = n.Value
-		s.inl = uint8(copy(s.data[:], data))
-		s.putOff = putOff
-		if len(data) > 0 {
-			s.st.Store(stWord(pos, inlinePending))
-		}
 		s.seq.Store(pos + 1)
-		return pos, true
+		return true
 	}
 }
 
-// pop takes the notice at position deq, if it has been published; s is
-// its slot (valid until the caller advances deq, which it does next).
-func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, s *slot, ok bool) {
-	s = &c.slots[deq&uint64(len(c.slots)-1)]
+// pop reads the notice at position deq, if it has been published (the
+// caller then advances deq, which frees the slot).
+func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, ok bool) {
+	s := &c.slots[deq&uint64(len(c.slots)-1)]
 	if s.seq.Load() != deq+1 {
-		return 0, 0, n, nil, false
+		return 0, 0, n, false
 	}
 	src, key = int(s.src), transport.Key(s.key)
 	n = transport.Notice{Kind: transport.NoticeKind(s.kind), Op: transport.SignalOp(s.op), Tag: s.tag, Offset: s.offset, Value: s.value}
-	return src, key, n, s, true
+	return src, key, n, true
 }
 
 // noticePending reports whether the notice at deq has been published.

@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/narma-rma/narma/internal/transport"
-	"github.com/narma-rma/narma/internal/transport/local"
 )
 
 // Config describes an endpoint to New.
@@ -48,9 +47,9 @@ func defaultRingSize(size int) int {
 	return rs
 }
 
-// caps: operations are loads and stores on mapped memory, complete when
-// they return.
-var caps = transport.Caps{Name: "shm", Direct: true}
+// caps: operations are loads and stores on mapped memory, complete at the
+// target when they return.
+var caps = transport.Caps{Name: "shm", Synchronous: true, Direct: true}
 
 // Peer states as the endpoint sees them.
 const (
@@ -97,51 +96,7 @@ type Endpoint struct {
 	nextGen uint64
 	free    []int // free exposure table indices
 
-	// ownMem is, per exposure table index, the region exposed there and
-	// its key generation: the consumer copies inline data into it.
-	ownMem []atomic.Pointer[ownRegion]
-	// inline is, per target, this endpoint's inline puts to it that may
-	// not be complete there yet.
-	inline     []inlineState
-	inlineWait int // inlineWait, or 0 with more ranks than cores
 }
-
-// ownRegion is a region this endpoint exposes.
-type ownRegion struct {
-	gen uint64
-	mem []byte
-}
-
-// inlineState holds this endpoint's inline puts to one target that may
-// not be complete there yet, oldest first. An inline put is complete once
-// its data is in the target's memory: the target's consumer copies it as
-// it takes the notice, unless the origin claimed the slot first to copy
-// it itself (settleInline).
-type inlineState struct {
-	mu      sync.Mutex
-	n       atomic.Int32 // len(pending), to look without the lock
-	pending []inlinePut
-}
-
-// inlinePut is one inline put: its notice's position in the target's
-// ring and what the origin needs to copy the data itself.
-type inlinePut struct {
-	pos  uint64
-	r    *region
-	off  int
-	n    int
-	data [inlineMax]byte
-}
-
-// inlineWait is how many times settleInline looks whether the target has
-// taken an inline put's notice before it copies the data itself, when the
-// ranks do not outnumber the cores (otherwise the target may well not be
-// running, and it does not look).
-const inlineWait = 64
-
-// maxPendingInline bounds an endpoint's pending inline puts per target:
-// a put that would exceed it settles the others first.
-const maxPendingInline = 16
 
 // sender is the producer state of this endpoint on one target's ring.
 type sender struct {
@@ -219,13 +174,8 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
 		partial: make([]*assembly, cfg.Size),
 		kick:    make(chan struct{}, 1), done: make(chan struct{}),
-		send:   make([]sender, cfg.Size),
-		ownMem: make([]atomic.Pointer[ownRegion], maxExpose),
-		inline: make([]inlineState, cfg.Size),
-		free:   make([]int, 0, maxExpose),
-	}
-	if cfg.Size <= runtime.NumCPU() {
-		e.inlineWait = inlineWait
+		send: make([]sender, cfg.Size),
+		free: make([]int, 0, maxExpose),
 	}
 	for i := maxExpose - 1; i >= 0; i-- {
 		e.free = append(e.free, i)
@@ -283,11 +233,9 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks.
 func (e *Endpoint) Size() int { return e.size }
 
-// Caps reports Caps{Name: "shm", Direct: true}, with every rank on this
-// host (HostRanks) and OneProcess if other ranks are goroutines of this
-// process: not Synchronous, since an inline put is complete at its target
-// only once its data is copied there, by the target as it takes the
-// notice or by the origin's Flush.
+// Caps reports Caps{Name: "shm", Synchronous: true, Direct: true}, with
+// every rank on this host (HostRanks) and OneProcess if other ranks are
+// goroutines of this process.
 func (e *Endpoint) Caps() transport.Caps {
 	c := caps
 	c.HostRanks, c.OneProcess = e.size, e.shared
@@ -345,7 +293,6 @@ func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 	e.nextGen++
 	x := &e.own.exposures[idx]
 	x.pid, x.seg, x.off, x.len = uint32(os.Getpid()), seg, uint64(off), uint64(len(m))
-	e.ownMem[idx].Store(&ownRegion{gen: e.nextGen, mem: m})
 	x.gen.Store(e.nextGen)
 	return transport.Key(e.nextGen<<keyIdxBit | uint64(idx)), nil
 }
@@ -364,7 +311,6 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 		return fmt.Errorf("shm: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
 	}
 	e.own.exposures[idx].gen.Store(0)
-	e.ownMem[idx].Store(nil)
 	e.free = append(e.free, idx)
 	return nil
 }
@@ -408,101 +354,22 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	return r, nil
 }
 
-// Flush completes the inline puts to target (settleInline); every other
-// operation is complete when issued. It reports a closed endpoint, a bad
-// rank, a failed peer or ctx's error.
+// Flush reports a closed endpoint, a bad rank, a failed peer or ctx's
+// error: every operation is complete at its target when it returns.
 func (e *Endpoint) Flush(ctx context.Context, target int) error {
 	if err := e.peerErr(target); err != nil {
 		return err
 	}
-	if err := e.settleInline(ctx, target); err != nil {
-		return err
-	}
 	return ctx.Err()
 }
 
-// FlushAll is Flush of every rank.
+// FlushAll reports a closed endpoint or ctx's error: every operation is
+// complete at its target when it returns.
 func (e *Endpoint) FlushAll(ctx context.Context) error {
 	if e.closed.Load() {
 		return transport.ErrClosed
 	}
-	// Every target is settled, even after one failed: the others'
-	// puts are then complete, and the first error is reported.
-	var first error
-	for t := range e.inline {
-		if err := e.settleInline(ctx, t); err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return first
-	}
 	return ctx.Err()
-}
-
-// settleInline completes this endpoint's inline puts to target, oldest
-// first, without waiting for the target to take their notices: each one
-// the target's consumer has not claimed, the origin claims and copies
-// itself (the consumer then only delivers the notice); for one the
-// consumer is copying, it waits until the consumer has passed it, which
-// is a matter of a few instructions unless the target dies (then it fails
-// with the target's error) or ctx ends.
-func (e *Endpoint) settleInline(ctx context.Context, target int) error {
-	in := &e.inline[target]
-	if in.n.Load() == 0 {
-		return nil
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	t := e.peers[target]
-	mask := uint64(len(t.slots) - 1)
-	done := 0
-	defer func() {
-		in.pending = append(in.pending[:0], in.pending[done:]...)
-		in.n.Store(int32(len(in.pending)))
-	}()
-	for ; done < len(in.pending); done++ {
-		p := &in.pending[done]
-		// A target that polls takes the notice within a line transfer
-		// or two, and then has the data in its own cache: give it that
-		// long (taking in what arrives here meanwhile, in case it is
-		// flushing towards this rank) before copying the data over.
-		// The handlers that poll runs here hold in.mu: a handler must
-		// not put or flush (transport.AMHandler's rule: no blocking).
-		taken := false
-		for spin := 0; spin < e.inlineWait; spin++ {
-			if t.hdr.deq.Load() > p.pos {
-				taken = true
-				break
-			}
-			e.poll(nil)
-		}
-		if taken {
-			continue // the data is in place
-		}
-		sl := &t.slots[p.pos&mask]
-		if sl.st.CompareAndSwap(stWord(p.pos, inlinePending), stWord(p.pos, inlineOrigin)) {
-			if p.r.exp.gen.Load() == p.r.gen {
-				copy(p.r.mem[p.off:], p.data[:p.n])
-			}
-			raceRelease()
-			sl.st.Store(stWord(p.pos, inlineApplied))
-			continue
-		}
-		// The consumer is copying it.
-		for spin := 0; t.hdr.deq.Load() <= p.pos; spin++ {
-			if spin&63 == 63 {
-				if err := e.peerErr(target); err != nil {
-					return err
-				}
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				osYield()
-			}
-		}
-	}
-	return nil
 }
 
 // Close marks the endpoint closed in its control segment (peers then see
@@ -536,48 +403,18 @@ func (e *Endpoint) ring(t *ctl) {
 // notify queues notice n about region key at target, waiting while the
 // target's ring is full.
 func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {
-	_, err := e.push(target, key, n, nil, 0)
-	return err
-}
-
-// push queues notice n about region key at target, with inline data for
-// offset putOff of the region if data is not empty, waiting while the
-// target's ring is full; it returns the notice's position.
-func (e *Endpoint) push(target int, key transport.Key, n transport.Notice, data []byte, putOff uint32) (uint64, error) {
 	t := e.peers[target]
 	raceRelease()
 	for spin := 0; ; spin++ {
-		if pos, ok := t.tryPush(e.rank, key, n, data, putOff); ok {
+		if t.tryPush(e.rank, key, n) {
 			e.ring(t)
-			return pos, nil
+			return nil
 		}
 		e.ring(t)
 		if err := e.backoff(target, spin); err != nil {
-			return 0, err
-		}
-	}
-}
-
-// putInline queues notice n at r's target with the data of a put of src
-// at off in its slot, and records the put as pending.
-func (e *Endpoint) putInline(r *region, off int, src []byte, n transport.Notice) error {
-	in := &e.inline[r.target]
-	if in.n.Load() >= maxPendingInline {
-		if err := e.settleInline(context.Background(), r.target); err != nil {
 			return err
 		}
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	pos, err := e.push(r.target, r.key, n, src, uint32(off))
-	if err != nil {
-		return err
-	}
-	p := inlinePut{pos: pos, r: r, off: off, n: len(src)}
-	copy(p.data[:], src)
-	in.pending = append(in.pending, p)
-	in.n.Store(int32(len(in.pending)))
-	return nil
 }
 
 // backoff waits a little for room at target (round spin of a wait): a few
@@ -792,28 +629,11 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	// start-up barrier is passed, before this rank installed its handlers.
 	for h != nil {
 		deq := e.own.hdr.deq.Load()
-		src, key, n, sl, ok := e.own.pop(deq)
+		src, key, n, ok := e.own.pop(deq)
 		if !ok {
 			break
 		}
 		raceAcquire()
-		if sl.inl > 0 {
-			// Inline data: into the region before the notice is
-			// taken, by this consumer or by the origin if it claimed
-			// the slot first.
-			if sl.st.CompareAndSwap(stWord(deq, inlinePending), stWord(deq, inlineConsumer)) {
-				e.copyInline(key, sl.data[:min(int(sl.inl), inlineMax)], sl.putOff)
-			} else if e.awaitOrigin(sl, deq, src) {
-				raceAcquire()
-			} else {
-				// The origin died (or this endpoint closed) before it
-				// finished copying the data: a notice would claim a
-				// put that never completed (DESIGN rule 1). Drop it.
-				e.own.hdr.deq.Store(deq + 1)
-				did = true
-				continue
-			}
-		}
 		e.own.hdr.deq.Store(deq + 1)
 		did = true
 		if src >= e.size {
@@ -831,47 +651,6 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 		}
 	}
 	return did
-}
-
-// awaitOrigin waits until the origin src, which claimed the inline data of
-// the notice at deq, has copied it, and reports true; it gives up and
-// reports false if src fails (or this endpoint closes). The peers are
-// checked for failure here too, every check interval: the progress
-// goroutine, which checks them between its drains, may be the one
-// waiting here.
-func (e *Endpoint) awaitOrigin(sl *slot, deq uint64, src int) bool {
-	var next time.Time
-	for spin := 0; sl.st.Load() != stWord(deq, inlineApplied); spin++ {
-		if spin&63 == 63 {
-			if src < 0 || src >= e.size || e.peerErr(src) != nil {
-				return false
-			}
-			if now := time.Now(); next.IsZero() {
-				next = now.Add(e.interval)
-			} else if now.After(next) {
-				e.checkPeers()
-				next = now.Add(e.interval)
-			}
-			osYield()
-		}
-	}
-	return true
-}
-
-// copyInline copies the inline data of a notice into this endpoint's
-// region key at offset off. Data for a region no longer exposed, or
-// reaching outside it, is dropped (the origin checked its bounds against
-// the region as it knew it).
-func (e *Endpoint) copyInline(key transport.Key, data []byte, off uint32) {
-	idx := int(key & (1<<keyIdxBit - 1))
-	if idx >= len(e.ownMem) {
-		return
-	}
-	r := e.ownMem[idx].Load()
-	if r == nil || r.gen != uint64(key)>>keyIdxBit || e.own.exposures[idx].gen.Load() != r.gen {
-		return
-	}
-	local.PutAt(r.mem, int(off), data)
 }
 
 // drainRing handles the records in the ring of src; draining is held.

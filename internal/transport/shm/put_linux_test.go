@@ -12,10 +12,10 @@ import (
 	"github.com/narma-rma/narma/internal/transport"
 )
 
-// inlineWorld is two endpoints, rank 1 exposing a 64-byte region that
+// putWorld is two endpoints, rank 1 exposing a 64-byte region that
 // rank 0 holds a handle on; rank 1's notices are checked against its
 // memory as they arrive.
-type inlineWorld struct {
+type putWorld struct {
 	eps []*Endpoint
 	buf []byte
 	key transport.Key
@@ -26,9 +26,9 @@ type inlineWorld struct {
 	notices chan transport.Notice
 }
 
-func newInlineWorld(t *testing.T) *inlineWorld {
+func newPutWorld(t *testing.T) *putWorld {
 	t.Helper()
-	w := &inlineWorld{eps: newGroup(t, Config{Size: 2}), notices: make(chan transport.Notice, 4096)}
+	w := &putWorld{eps: newGroup(t, Config{Size: 2}), notices: make(chan transport.Notice, 4096)}
 	w.buf = mem.Alloc(64)
 	t.Cleanup(func() { mem.Free(w.buf) })
 	w.eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) {
@@ -47,7 +47,7 @@ func newInlineWorld(t *testing.T) *inlineWorld {
 	return w
 }
 
-func (w *inlineWorld) notice(t *testing.T) transport.Notice {
+func (w *putWorld) notice(t *testing.T) transport.Notice {
 	t.Helper()
 	select {
 	case n := <-w.notices:
@@ -58,28 +58,27 @@ func (w *inlineWorld) notice(t *testing.T) transport.Notice {
 	return transport.Notice{}
 }
 
-// TestInlinePut: a notified put of at most inlineMax bytes travels in its
-// notice's slot. Its data is in the target's memory when the notice is
-// delivered (DESIGN rule 1), and after the origin's Flush, with nobody
-// polling at the target (its progress goroutine takes the notice).
-func TestInlinePut(t *testing.T) {
-	w := newInlineWorld(t)
-	for _, n := range []int{1, 8, inlineMax} {
+// TestNotifiedPutCompleteAtReturn: a notified put's data is in the
+// target's memory when Put returns, before any Flush and whether or not
+// the target has taken the notice (Caps.Synchronous), and it is there when
+// the notice is delivered (DESIGN rule 1).
+func TestNotifiedPutCompleteAtReturn(t *testing.T) {
+	w := newPutWorld(t)
+	if c := w.eps[0].Caps(); !c.Synchronous {
+		t.Fatalf("Caps %+v: want Synchronous", c)
+	}
+	for _, n := range []int{1, 8, 16, 48} {
 		data := bytes.Repeat([]byte{byte(n)}, n)
 		if err := w.r.Put(16, data, transport.Notice{Kind: transport.NoticeTag, Tag: int32(n)}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.eps[0].Flush(context.Background(), 1); err != nil {
-			t.Fatal(err)
-		}
 		if !bytes.Equal(w.buf[16:16+n], data) {
-			t.Fatalf("%d-byte inline put: memory after Flush %v, want %v", n, w.buf[16:16+n], data)
+			t.Fatalf("%d-byte notified put: memory when Put returned %v, want %v", n, w.buf[16:16+n], data)
 		}
 		if got := w.notice(t); got.Tag != int32(n) {
 			t.Fatalf("notice %+v, want tag %d", got, n)
 		}
 	}
-	// The data is there when the notice arrives.
 	if err := w.r.Put(0, []byte{9, 9, 9, 9, 9, 9, 9, 9}, transport.Notice{Kind: transport.NoticeTag, Tag: 99}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +91,11 @@ func TestInlinePut(t *testing.T) {
 	}
 }
 
-// TestInlineOrder: no later operation of the origin to the target
-// overtakes an inline put: a larger notified put, a plain put and a get
-// after it see (or overwrite) its data in issue order.
-func TestInlineOrder(t *testing.T) {
-	w := newInlineWorld(t)
+// TestPutOrder: no later operation of the origin to the target overtakes
+// a small notified put: a larger notified put and a get after it see (or
+// overwrite) its data in issue order, without a Flush between them.
+func TestPutOrder(t *testing.T) {
+	w := newPutWorld(t)
 	a := bytes.Repeat([]byte{0xaa}, 8)
 	b := bytes.Repeat([]byte{0xbb}, 32)
 	for round := 0; round < 200; round++ {
@@ -109,13 +108,10 @@ func TestInlineOrder(t *testing.T) {
 		}
 		w.notice(t)
 		w.notice(t)
-		if err := w.eps[0].Flush(context.Background(), 1); err != nil {
-			t.Fatal(err)
-		}
 		if !bytes.Equal(w.buf[:32], b) {
-			t.Fatalf("round %d: an inline put overtook a later put: %x", round, w.buf[:32])
+			t.Fatalf("round %d: a small put overtook a later put: %x", round, w.buf[:32])
 		}
-		// Inline a again, then get it back without a flush.
+		// a again, then get it back without a flush.
 		if err := w.r.Put(0, a, transport.Notice{Kind: transport.NoticeTag, Tag: 3}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -124,21 +120,27 @@ func TestInlineOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, a) {
-			t.Fatalf("round %d: a get overtook an inline put: %x", round, got)
+			t.Fatalf("round %d: a get overtook a small put: %x", round, got)
 		}
 		w.notice(t)
 	}
 }
 
-// TestInlineBounds: an inline put outside its handle fails with ErrBounds
-// and queues nothing; one to a region withdrawn meanwhile is dropped at
-// the target (nothing written), and Flush still returns.
-func TestInlineBounds(t *testing.T) {
-	w := newInlineWorld(t)
+// TestNotifiedPutBounds: a notified put outside its handle fails with
+// ErrBounds, writes nothing and queues no notice; a notice for a region
+// withdrawn meanwhile is still delivered (the engine drops it).
+func TestNotifiedPutBounds(t *testing.T) {
+	w := newPutWorld(t)
+	for i := range w.buf {
+		w.buf[i] = 0x11
+	}
 	for _, off := range []int{-1, 57, 64, 1 << 40} {
 		if err := w.r.Put(off, make([]byte, 8), transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); !errors.Is(err, transport.ErrBounds) {
-			t.Errorf("inline put at %d: %v, want ErrBounds", off, err)
+			t.Errorf("notified put at %d: %v, want ErrBounds", off, err)
 		}
+	}
+	if !bytes.Equal(w.buf, bytes.Repeat([]byte{0x11}, 64)) {
+		t.Fatalf("a refused put wrote %x", w.buf)
 	}
 	if err := w.eps[0].Flush(context.Background(), 1); err != nil {
 		t.Fatal(err)
@@ -148,31 +150,25 @@ func TestInlineBounds(t *testing.T) {
 		t.Fatalf("a refused put delivered %+v", n)
 	case <-time.After(20 * time.Millisecond):
 	}
-	// Withdrawn between the origin's check and the target's copy: the
-	// region's memory is left alone.
-	for i := range w.buf {
-		w.buf[i] = 0x11
-	}
 	if err := w.eps[1].Unexpose(w.key); err != nil {
 		t.Fatal(err)
 	}
-	w.eps[0].push(1, w.key, transport.Notice{Kind: transport.NoticeTag, Tag: 7}, []byte{1, 2, 3}, 0)
-	if err := w.eps[0].Flush(context.Background(), 1); err != nil {
+	if err := w.eps[0].notify(1, w.key, transport.Notice{Kind: transport.NoticeTag, Tag: 7}); err != nil {
 		t.Fatal(err)
 	}
-	w.notice(t) // delivered (the engine drops notices of unknown regions)
-	if !bytes.Equal(w.buf, bytes.Repeat([]byte{0x11}, 64)) {
-		t.Fatalf("inline data written into a withdrawn region: %x", w.buf[:8])
+	if n := w.notice(t); n.Tag != 7 {
+		t.Fatalf("notice %+v, want tag 7", n)
+	}
+	if err := w.r.Put(0, make([]byte, 8), transport.Notice{Kind: transport.NoticeTag, Tag: 8}, nil); !errors.Is(err, transport.ErrNoRegion) {
+		t.Fatalf("put to a withdrawn region: %v, want ErrNoRegion", err)
 	}
 }
 
-// TestInlineFlushRace: the origin's Flush and the target's consumer race
-// to copy each inline put (a goroutine at the target polls all along).
-// Whoever wins, the data is in place when Flush returns and when the
-// notice arrives, each notice arrives once, and later puts are not
-// overwritten by earlier ones.
-func TestInlineFlushRace(t *testing.T) {
-	w := newInlineWorld(t)
+// TestNotifiedPutStream: a stream of small notified puts, a goroutine at
+// the target polling all along, and the origin never flushing: each
+// notice arrives once, its put's data (or a later one's) in place.
+func TestNotifiedPutStream(t *testing.T) {
+	w := newPutWorld(t)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -194,14 +190,8 @@ func TestInlineFlushRace(t *testing.T) {
 		if err := w.r.Put(8, val, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if i%3 != 0 {
-			continue // some puts left for the next flush to settle
-		}
-		if err := w.eps[0].Flush(context.Background(), 1); err != nil {
-			t.Fatal(err)
-		}
 		if got := mem.AtomicLoad64(w.buf[8:]); got != uint64(i) {
-			t.Fatalf("after Flush of put %d the memory holds %d", i, got)
+			t.Fatalf("when put %d returned the memory held %d", i, got)
 		}
 	}
 	close(stop)
