@@ -49,6 +49,7 @@ type core struct {
 	mu         sync.Mutex // guards the two-sided queues and nextCtx
 	posted     []*recvReq // receives posted, in posting order
 	unexpected []*message // messages not yet matched, in arrival order
+	spareData  [][]byte   // buffers of matched unexpected messages, to reuse (c.mu)
 	nextCtx    int        // next free message context (Dup)
 
 	winsMu sync.Mutex

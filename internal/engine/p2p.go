@@ -82,7 +82,7 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 			return
 		}
 	}
-	c.unexpected = append(c.unexpected, &message{src: src, ctx: ctx, tag: tag, data: append([]byte(nil), payload...)})
+	c.unexpected = append(c.unexpected, &message{src: src, ctx: ctx, tag: tag, data: c.copyData(payload)})
 	c.mu.Unlock()
 	c.wake()
 }
@@ -124,6 +124,52 @@ func (c *Comm) checkRecvArgs(op string, src, tag int) error {
 	return nil
 }
 
+// Buffers of unexpected messages from spareMin bytes are kept, up to
+// maxSpare of them of at most spareMax bytes each, for the next ones: an
+// eager protocol copies every message that arrives before its receive,
+// and a fresh large buffer costs its zeroing and its pages' first faults.
+const (
+	spareMin = 4 << 10
+	spareMax = 4 << 20
+	maxSpare = 4
+)
+
+// copyData returns a copy of payload, in a kept buffer if one is large
+// enough; the caller holds c.mu.
+func (c *Comm) copyData(payload []byte) []byte {
+	if len(payload) >= spareMin {
+		for i, b := range c.spareData {
+			if cap(b) >= len(payload) {
+				c.spareData = remove(c.spareData, i)
+				return append(b[:0], payload...)
+			}
+		}
+	}
+	return append([]byte(nil), payload...)
+}
+
+// keepData keeps the buffer of a matched unexpected message for copyData;
+// the caller holds c.mu.
+func (c *Comm) keepData(b []byte) {
+	if cap(b) < spareMin || cap(b) > spareMax {
+		return
+	}
+	if len(c.spareData) == maxSpare {
+		// Keep the larger buffers.
+		i := 0
+		for j, s := range c.spareData {
+			if cap(s) < cap(c.spareData[i]) {
+				i = j
+			}
+		}
+		if cap(c.spareData[i]) >= cap(b) {
+			return
+		}
+		c.spareData = remove(c.spareData, i)
+	}
+	c.spareData = append(c.spareData, b)
+}
+
 // post matches r against the unexpected queue or queues it.
 func (c *Comm) post(r *recvReq) {
 	c.mu.Lock()
@@ -132,6 +178,7 @@ func (c *Comm) post(r *recvReq) {
 		if matches(r.src, r.tag, r.ctx, m.src, m.tag, m.ctx) {
 			r.deliver(m.src, m.tag, m.data)
 			c.unexpected = remove(c.unexpected, i)
+			c.keepData(m.data)
 			return
 		}
 	}

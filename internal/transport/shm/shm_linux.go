@@ -82,7 +82,8 @@ type Endpoint struct {
 	draining atomic.Bool
 	amSeen   atomic.Uint64 // value of amSeq last drained (written with draining held)
 	stalled  bool          // a ring waits for a handler (draining held)
-	partial  []*assembly   // per source: message being reassembled
+	partial  []*assembly   // per source: message being reassembled, or nil
+	spare    []*assembly   // per source: a finished assembly, its buffer to reuse
 	scratch  []byte        // for records that wrap around the ring end
 
 	polled atomic.Bool // Poll was called since the progress goroutine last looked
@@ -172,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		peers: make([]*ctl, cfg.Size), pids: make([]int, cfg.Size), interval: interval,
 		peerState: make([]atomic.Uint32, cfg.Size),
 		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
-		partial: make([]*assembly, cfg.Size),
+		partial: make([]*assembly, cfg.Size), spare: make([]*assembly, cfg.Size),
 		kick:    make(chan struct{}, 1), done: make(chan struct{}),
 		send: make([]sender, cfg.Size),
 		free: make([]int, 0, maxExpose),
@@ -417,20 +418,29 @@ func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) err
 	}
 }
 
-// backoff waits a little for room at target (round spin of a wait): a few
-// yields, then sleeps growing to a millisecond. It fails if the target or
-// this endpoint is gone.
+// backoffYields is how many rounds of a wait for room at a target yield
+// the processor before they sleep: a ring fills in the normal course of a
+// stream (a large message fills it several times over while the target
+// drains it), and a sleep there, some 50 us at the least, would cost more
+// than the copy of a whole ring. About a millisecond of yields.
+const backoffYields = 1024
+
+// backoff waits a little for room at target (round spin of a wait):
+// yields, then sleeps growing to a millisecond (a target that does not
+// drain for that long is busy or stopped). It fails if the target or this
+// endpoint is gone.
 func (e *Endpoint) backoff(target int, spin int) error {
-	if err := e.peerErr(target); err != nil {
-		return err
+	if spin&15 == 0 || spin >= backoffYields {
+		if err := e.peerErr(target); err != nil {
+			return err
+		}
 	}
-	switch {
-	case spin < 16:
+	if spin < backoffYields {
 		osYield()
-	default:
-		d := time.Duration(spin-15) * 10 * time.Microsecond
-		time.Sleep(min(d, time.Millisecond))
+		return nil
 	}
+	d := time.Duration(spin-backoffYields+1) * 10 * time.Microsecond
+	time.Sleep(min(d, time.Millisecond))
 	return nil
 }
 
@@ -705,7 +715,19 @@ func (e *Endpoint) record(src int, rec recHeader, b []byte) {
 			e.deliverAM(src, rec.id, hdr, piece)
 			return
 		}
-		a := &assembly{id: rec.id, hdr: append([]byte(nil), hdr...), buf: make([]byte, rec.total)}
+		// The buffer of the source's last large message is reused (a
+		// handler keeps nothing it is given): a fresh one per message
+		// costs its zeroing and, once the runtime has returned it to the
+		// system, a page fault per page.
+		a := e.spare[src]
+		if a == nil {
+			a = &assembly{}
+			e.spare[src] = a
+		}
+		if cap(a.buf) < int(rec.total) {
+			a.buf = make([]byte, rec.total)
+		}
+		a.id, a.hdr, a.buf = rec.id, append(a.hdr[:0], hdr...), a.buf[:rec.total]
 		a.got = copy(a.buf, piece)
 		e.partial[src] = a
 		return
@@ -718,8 +740,15 @@ func (e *Endpoint) record(src int, rec recHeader, b []byte) {
 	if rec.flags&recLast != 0 {
 		e.partial[src] = nil
 		e.deliverAM(src, a.id, a.hdr, a.buf[:a.got])
+		if cap(a.buf) > maxSpareAssembly {
+			a.buf = nil // not worth keeping for the next message
+		}
 	}
 }
+
+// maxSpareAssembly is the largest reassembly buffer kept per source for
+// the next large message.
+const maxSpareAssembly = 4 << 20
 
 func (e *Endpoint) deliverAM(src int, id uint8, hdr, payload []byte) {
 	if h := e.AM(transport.AMID(id)); h != nil {
