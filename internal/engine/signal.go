@@ -77,6 +77,34 @@ func (s *signal) broadcast() {
 // they end.
 const spinRounds = 8
 
+// spinFor re-checks cond, yielding to other goroutines between checks,
+// spinRounds times, and then, while the ranks of the host each have a
+// processor (Comm.spin is set), on for up to Comm.spin: the delivery of a
+// large transfer (a 1 MiB copy takes tens of microseconds) would otherwise
+// find the waiter parked, and waking it costs as much again. It reports
+// whether cond became true.
+func (c *Comm) spinFor(cond func() bool) bool {
+	var start time.Time
+	for i := 0; ; i++ {
+		if cond() {
+			return true
+		}
+		if i >= c.spinRounds {
+			if c.spin == 0 || c.spinRounds == 0 {
+				return false
+			}
+			if i&15 == 0 {
+				if now := time.Now(); start.IsZero() {
+					start = now
+				} else if now.Sub(start) > c.spin {
+					return false
+				}
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
 // wait blocks until cond returns true, ctx is done or the job is aborted.
 // cond is called without locks held by wait; it must be cheap.
 //
@@ -101,13 +129,8 @@ func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) err
 			return c.sleepWait(ctx, self, cond)
 		}
 		p.Park()
-	} else {
-		for i := 0; i < c.spinRounds; i++ {
-			if cond() {
-				return nil
-			}
-			runtime.Gosched()
-		}
+	} else if c.spinFor(cond) {
+		return nil
 	}
 	c.sleepers.Add(1)
 	defer c.sleepers.Add(-1)

@@ -209,3 +209,48 @@ func TestSharesCores(t *testing.T) {
 		}
 	}
 }
+
+// TestSpinForPolicy: a waiter on a transport that is not a Poller checks
+// its condition spinRounds times and then, while the ranks of the host
+// each have a processor (Comm.spin set), on until Comm.spin has passed,
+// rather than sleep where a large transfer is about to complete; when
+// ranks share processors it gives up after spinRounds checks.
+func TestSpinForPolicy(t *testing.T) {
+	newComm := func(t *testing.T, spin time.Duration) *Comm {
+		eps, err := local.New(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := New(eps[0], nil, nil)
+		t.Cleanup(func() { _ = c.Close() })
+		c.spinRounds, c.spin = spinRounds, spin
+		return c
+	}
+	t.Run("shared processors", func(t *testing.T) {
+		c := newComm(t, 0)
+		checks := 0
+		if c.spinFor(func() bool { checks++; return false }) {
+			t.Fatal("spinFor reported a condition that never held")
+		}
+		if checks != spinRounds+1 {
+			t.Errorf("%d checks, want %d", checks, spinRounds+1)
+		}
+	})
+	t.Run("a processor per rank", func(t *testing.T) {
+		c := newComm(t, time.Hour)
+		checks := 0
+		if !c.spinFor(func() bool { checks++; return checks > 100*spinRounds }) {
+			t.Fatal("spinFor gave up before its condition held")
+		}
+	})
+	t.Run("gives up after spin", func(t *testing.T) {
+		c := newComm(t, time.Millisecond)
+		start := time.Now()
+		if c.spinFor(func() bool { return false }) {
+			t.Fatal("spinFor reported a condition that never held")
+		}
+		if d := time.Since(start); d < time.Millisecond {
+			t.Errorf("gave up after %v, want at least the spin of 1ms", d)
+		}
+	})
+}

@@ -55,7 +55,7 @@ func TestNewFabric(t *testing.T) {
 	if f.Endpoint(-1) != nil || f.Endpoint(3) != nil {
 		t.Error("Endpoint out of range is not nil")
 	}
-	want := transport.Caps{Name: "local", Synchronous: true, Direct: true}
+	want := transport.Caps{Name: "local", Synchronous: true, Direct: true, HostRanks: 3, OneProcess: true}
 	if c := f.Endpoint(0).Caps(); c != want {
 		t.Errorf("Caps() = %+v, want %+v", c, want)
 	}
