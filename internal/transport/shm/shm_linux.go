@@ -174,7 +174,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		peerState: make([]atomic.Uint32, cfg.Size),
 		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
 		partial: make([]*assembly, cfg.Size), spare: make([]*assembly, cfg.Size),
-		kick:    make(chan struct{}, 1), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		send: make([]sender, cfg.Size),
 		free: make([]int, 0, maxExpose),
 	}
