@@ -84,13 +84,16 @@ const spinRounds = 8
 // find the waiter parked, and waking it costs as much again. It reports
 // whether cond became true.
 func (c *Comm) spinFor(cond func() bool) bool {
+	if c.spinRounds == 0 {
+		return false // NetPoll: sleep at once
+	}
 	var start time.Time
 	for i := 0; ; i++ {
 		if cond() {
 			return true
 		}
 		if i >= c.spinRounds {
-			if c.spin == 0 || c.spinRounds == 0 {
+			if c.spin == 0 {
 				return false
 			}
 			if i&15 == 0 {

@@ -73,7 +73,7 @@ func ctxT(t *testing.T) context.Context {
 
 func TestCaps(t *testing.T) {
 	eps := world(t, 2)
-	want := transport.Caps{Name: "async(local)"}
+	want := transport.Caps{Name: "async(local)", HostRanks: 2, OneProcess: true}
 	for i, ep := range eps {
 		if c := ep.Caps(); c != want {
 			t.Errorf("rank %d: Caps() = %+v, want %+v", i, c, want)
