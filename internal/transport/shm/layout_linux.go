@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/narma-rma/narma/internal/mem"
 )
 
 // The control segment of an endpoint ("r<rank>" in the job) holds
@@ -62,8 +64,9 @@ type header struct {
 	_   [lineSize - 8]byte
 
 	// deq is the notice ring's next position to take, written by the
-	// endpoint's consumer only.
-	deq atomic.Uint64
+	// endpoint's consumer only, with release stores (producers read it
+	// only when the ring looks full, and retry): loadDeq, storeDeq.
+	deq uint64
 	_   [lineSize - 8]byte
 }
 
@@ -84,6 +87,13 @@ type slot struct {
 	_      [lineSize - 48]byte
 }
 
+// loadDeq returns the notice ring's next position to take.
+func (h *header) loadDeq() uint64 { return atomic.LoadUint64(&h.deq) }
+
+// storeDeq publishes the consumer's position: the slots before it may be
+// reused.
+func (h *header) storeDeq(v uint64) { mem.StoreRelease64(&h.deq, v) }
+
 // A slot, an exposure and a ring head are one line each.
 var (
 	_ [lineSize - unsafe.Sizeof(slot{})]byte
@@ -102,11 +112,22 @@ type exposure struct {
 
 // amRing is the head of a single-producer, single-consumer byte ring.
 type amRing struct {
-	tail atomic.Uint64 // written by the producer
+	tail uint64 // written by the producer (loadTail, storeTail)
 	_    [lineSize - 8]byte
-	head atomic.Uint64 // written by the consumer
+	head uint64 // written by the consumer (loadHead, storeHead)
 	_    [lineSize - 8]byte
 }
+
+// The ends of an AM ring are published with release stores: each side
+// reads the other's only to know how far it may go, and looks again when
+// that is not far enough, so no store of theirs need wait for the store
+// buffer. (The producer's Dekker-style handshake with sleepers goes
+// through header.amSeq, a sequentially consistent add, after the tail.)
+
+func (r *amRing) loadTail() uint64   { return atomic.LoadUint64(&r.tail) }
+func (r *amRing) storeTail(v uint64) { mem.StoreRelease64(&r.tail, v) }
+func (r *amRing) loadHead() uint64   { return atomic.LoadUint64(&r.head) }
+func (r *amRing) storeHead(v uint64) { mem.StoreRelease64(&r.head, v) }
 
 // ctl is a typed view of a mapped control segment.
 type ctl struct {

@@ -24,7 +24,7 @@ func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
 	for {
 		pos := c.hdr.enq.Load()
 		if pos-c.headSeen.Load() >= slots {
-			head := c.hdr.deq.Load()
+			head := c.hdr.loadDeq()
 			c.headSeen.Store(head)
 			if pos-head >= slots {
 				return false

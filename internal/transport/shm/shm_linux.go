@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
 
@@ -79,12 +80,12 @@ type Endpoint struct {
 	transport.Handlers
 
 	// The consumer side: whoever holds draining runs the handlers.
-	draining atomic.Bool
-	amSeen   atomic.Uint64 // value of amSeq last drained (written with draining held)
-	stalled  bool          // a ring waits for a handler (draining held)
-	partial  []*assembly   // per source: message being reassembled, or nil
-	spare    []*assembly   // per source: a finished assembly, its buffer to reuse
-	scratch  []byte        // for records that wrap around the ring end
+	draining drainLock
+	amSeen   uint64      // value of amSeq last drained (written with draining held, with a release store)
+	stalled  bool        // a ring waits for a handler (draining held)
+	partial  []*assembly // per source: message being reassembled, or nil
+	spare    []*assembly // per source: a finished assembly, its buffer to reuse
+	scratch  []byte      // for records that wrap around the ring end
 
 	polled atomic.Bool // Poll was called since the progress goroutine last looked
 	kick   chan struct{}
@@ -418,6 +419,15 @@ func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) err
 	}
 }
 
+// drainLock is the endpoint's right to drain its rings: taken with a
+// compare-and-swap, given back with a release store (a drain that ends
+// need not wait for its store to reach the other goroutines).
+type drainLock struct{ v uint32 }
+
+func (l *drainLock) tryLock() bool { return atomic.CompareAndSwapUint32(&l.v, 0, 1) }
+func (l *drainLock) unlock()       { mem.StoreRelease32(&l.v, 0) }
+func (l *drainLock) held() bool    { return atomic.LoadUint32(&l.v) != 0 }
+
 // backoffYields is how many rounds of a wait for room at a target yield
 // the processor before they sleep: a ring fills in the normal course of a
 // stream (a large message fills it several times over while the target
@@ -488,7 +498,7 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 		}
 		need := uint64(pad8(int(rec.length)))
 		for spin := 0; s.tail+need-s.head > uint64(rs); spin++ {
-			s.head = rh.head.Load()
+			s.head = rh.loadHead()
 			if s.tail+need-s.head <= uint64(rs) {
 				break
 			}
@@ -510,7 +520,7 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 		ringWrite(data, pos, rest[:piece])
 		rest = rest[piece:]
 		s.tail += need
-		rh.tail.Store(s.tail)
+		rh.storeTail(s.tail)
 		t.hdr.amSeq.Add(1)
 		e.ring(t)
 		first = false
@@ -538,10 +548,10 @@ func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 	// only (the common case of a waiter's spin). The order matters: a
 	// handler still running for an arrival that pending no longer shows
 	// holds draining until it returns.
-	if !e.pending() && !e.draining.Load() {
+	if !e.pending() && !e.draining.held() {
 		return false
 	}
-	for !e.draining.CompareAndSwap(false, true) {
+	for !e.draining.tryLock() {
 		// Another goroutine (the background progress, say) is draining:
 		// wait for it, so that what arrived before Poll was called has
 		// been delivered when Poll returns. Handlers never block.
@@ -551,7 +561,7 @@ func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 		runtime.Gosched()
 	}
 	n := e.drain(h)
-	e.draining.Store(false)
+	e.draining.unlock()
 	return n
 }
 
@@ -624,7 +634,7 @@ func (e *Endpoint) Wake() {
 // pending reports whether anything waits to be drained. The caller holds
 // draining (or is the only consumer).
 func (e *Endpoint) pending() bool {
-	return e.own.noticePending(e.own.hdr.deq.Load()) || e.own.hdr.amSeq.Load() != e.amSeen.Load()
+	return e.own.noticePending(e.own.hdr.loadDeq()) || e.own.hdr.amSeq.Load() != atomic.LoadUint64(&e.amSeen)
 }
 
 // drain runs the handlers for everything that has arrived, notices going
@@ -638,21 +648,21 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	// Arrivals wait for their handler: a peer may send as soon as the
 	// start-up barrier is passed, before this rank installed its handlers.
 	for h != nil {
-		deq := e.own.hdr.deq.Load()
+		deq := e.own.hdr.loadDeq()
 		src, key, n, ok := e.own.pop(deq)
 		if !ok {
 			break
 		}
 		raceAcquire()
-		e.own.hdr.deq.Store(deq + 1)
+		e.own.hdr.storeDeq(deq + 1)
 		did = true
 		if src >= e.size {
 			continue // not from a rank of this job: drop
 		}
 		h(src, key, n)
 	}
-	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen.Load() || e.stalled {
-		e.amSeen.Store(seq)
+	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen || e.stalled {
+		mem.StoreRelease64(&e.amSeen, seq)
 		e.stalled = false
 		for src := range e.own.ringHeads {
 			if e.drainRing(src) {
@@ -667,8 +677,8 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 func (e *Endpoint) drainRing(src int) bool {
 	rh := e.own.ringHeads[src]
 	data := e.own.ringData[src]
-	head := rh.head.Load()
-	tail := rh.tail.Load()
+	head := rh.loadHead()
+	tail := rh.loadTail()
 	if head == tail {
 		return false
 	}
@@ -681,7 +691,7 @@ func (e *Endpoint) drainRing(src int) bool {
 		if int(rec.length) < recHead || int(rec.length) > maxRec || tail-head < uint64(pad8(int(rec.length))) ||
 			int(rec.hdrLen) > int(rec.length)-recHead {
 			// A corrupt ring: the peer is broken. Drop its ring content.
-			rh.head.Store(tail)
+			rh.storeHead(tail)
 			return true
 		}
 		if rec.flags&recFirst != 0 && e.AM(transport.AMID(rec.id)) == nil {
@@ -701,7 +711,7 @@ func (e *Endpoint) drainRing(src int) bool {
 		}
 		e.record(src, rec, b)
 		head += uint64(pad8(int(rec.length)))
-		rh.head.Store(head)
+		rh.storeHead(head)
 	}
 	return true
 }
@@ -776,9 +786,9 @@ func (e *Endpoint) progress() {
 			return
 		default:
 		}
-		if e.draining.CompareAndSwap(false, true) {
+		if e.draining.tryLock() {
 			did := e.drain(nil)
-			e.draining.Store(false)
+			e.draining.unlock()
 			if did {
 				continue
 			}
@@ -787,7 +797,7 @@ func (e *Endpoint) progress() {
 			e.checkPeers()
 			nextCheck = now.Add(e.interval)
 		}
-		if e.polled.Swap(false) || e.draining.Load() {
+		if e.polled.Swap(false) || e.draining.held() {
 			timer.Reset(2 * time.Millisecond)
 			select {
 			case <-timer.C:
@@ -820,7 +830,7 @@ func (e *Endpoint) progress() {
 // pendingRacy is pending for a goroutine that does not hold draining: a
 // hint only.
 func (e *Endpoint) pendingRacy() bool {
-	if e.draining.Load() {
+	if e.draining.held() {
 		return false
 	}
 	return e.pending()
