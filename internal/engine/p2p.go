@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"sync/atomic"
 )
 
 // Wildcards for Recv, Irecv and Probe.
@@ -33,7 +34,7 @@ type recvReq struct {
 	ctx  uint8
 	tag  int
 	buf  []byte
-	done bool
+	done atomic.Bool // set, under Comm.mu, after st and err: a waiter polls it without the lock
 	st   Status
 	err  error
 }
@@ -59,7 +60,7 @@ func (r *recvReq) deliver(src, tag int, data []byte) {
 		r.err = ErrTruncate
 		r.st.Count = len(data)
 	}
-	r.done = true
+	r.done.Store(true)
 }
 
 // handleMsg runs for every incoming two-sided message. Messages from one
@@ -190,7 +191,7 @@ func (c *Comm) post(r *recvReq) {
 func (c *Comm) cancel(r *recvReq) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.done {
+	if r.done.Load() {
 		return false
 	}
 	for i, p := range c.posted {
@@ -202,11 +203,9 @@ func (c *Comm) cancel(r *recvReq) bool {
 	return true
 }
 
-func (c *Comm) recvDone(r *recvReq) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return r.done
-}
+// recvDone reports whether r has matched (then its status and error are
+// set); waiters call it every round, without the lock.
+func (c *Comm) recvDone(r *recvReq) bool { return r.done.Load() }
 
 func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src, tag int) (Status, error) {
 	if err := c.checkRecvArgs(op, src, tag); err != nil {
