@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/narma-rma/narma/internal/bench"
 )
@@ -18,8 +19,9 @@ const mpiSkipped = "narmabench: MPI not found (mpicc/mpirun): skipping the MPI r
 // directory, compiles the program there with mpicc, runs it with mpirun
 // on ranks ranks with o's sizes, iterations, rounds and warm-up, removes
 // the directory, and returns the program's rows, whose variants begin
-// with "mpi-". Without mpicc or mpirun it says so in one line on stderr
-// and returns no rows; if e has no reference program it returns none.
+// with "mpi-". It says on stderr how the program ran (see writeMPIRun).
+// Without mpicc or mpirun it says so in one line on stderr and returns
+// no rows; if e has no reference program it returns none.
 func runMPI(ctx context.Context, e bench.Experiment, o options, ranks int, stderr io.Writer) ([]bench.Row, error) {
 	prog, ok := bench.MPIPrograms[e.Name]
 	if !ok {
@@ -52,9 +54,39 @@ func runMPI(ctx context.Context, e bench.Experiment, o options, ranks int, stder
 			sizes = bench.DefaultStencilSizes
 		}
 	}
-	rows, err := m.RunProgram(ctx, exe, ranks, bench.MPIArgs(o.cfg, sizes))
+	run, err := m.RunProgram(ctx, exe, ranks, bench.MPIArgs(o.cfg, sizes))
 	if err != nil {
 		return nil, fmt.Errorf("MPI reference: %w", err)
 	}
-	return rows, nil
+	writeMPIRun(stderr, e.Name, run)
+	return run.Rows, nil
+}
+
+// writeMPIRun says on w how the MPI reference program of experiment ran:
+// the launches the MPI refused and why (MPIRefusal.Reason),
+// the launch that ran, and for each variant of the rows the components
+// that served it and the calls it made, e.g.
+//
+//	narmabench: MPI reference pingpong: mpirun --mca pml ob1 --mca btl self,vader --mca osc sm
+//	narmabench:   mpi-put-flag: osc sm; MPI_Win_allocate_shared ...
+//
+// The table, CSV and JSON name the variants only; this says what they
+// were.
+func writeMPIRun(w io.Writer, experiment string, run *bench.MPIRun) {
+	for _, r := range run.Refused {
+		fmt.Fprintf(w, "narmabench: MPI reference %s: %s refused (%s); falling back\n", experiment, r.Launch, r.Reason())
+	}
+	fmt.Fprintf(w, "narmabench: MPI reference %s: %s\n", experiment, run.Launch)
+	var seen []string
+	for _, row := range run.Rows {
+		if slices.Contains(seen, row.Variant) {
+			continue
+		}
+		seen = append(seen, row.Variant)
+		how, ok := run.Describe(row.Variant)
+		if !ok {
+			how = "the program did not say"
+		}
+		fmt.Fprintf(w, "narmabench:   %s: %s\n", row.Variant, how)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // MPIPrefix begins the names of the variants measured by the MPI
@@ -36,26 +37,73 @@ var ErrNoMPI = errors.New("MPI not found (mpicc/mpirun)")
 // beginning with '#' are skipped; any other line that is not a row, e.g.
 // with a wrong number of fields or a bad number, is an error.
 func ParseMPICSV(r io.Reader) ([]Row, error) {
+	rows, _, err := ParseMPIOutput(r)
+	return rows, err
+}
+
+// MPIConfig is how a variant of an MPI reference program calls MPI, as
+// the program says in a line "# config VARIANT KIND: CALLS" after its
+// header, KIND being "two-sided" or "one-sided".
+type MPIConfig struct {
+	Variant  string // e.g. "mpi-put-flag"
+	OneSided bool
+	Calls    string // e.g. "MPI_Win_allocate_shared ...; MPI_Put of the data, ..."
+}
+
+// ParseMPIOutput is ParseMPICSV that also returns the configurations
+// the program printed. A "# config" line that does not name a variant
+// beginning with MPIPrefix and its kind is an error.
+func ParseMPIOutput(r io.Reader) ([]Row, []MPIConfig, error) {
 	var rows []Row
+	var configs []MPIConfig
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	header := strings.Join(CSVRowColumns, ",")
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
+		if rest, ok := strings.CutPrefix(text, "# config "); ok {
+			c, err := parseMPIConfig(rest)
+			if err != nil {
+				return nil, nil, fmt.Errorf("MPI output line %d %q: %w", line, text, err)
+			}
+			configs = append(configs, c)
+			continue
+		}
 		if text == "" || text == header || strings.HasPrefix(text, "#") {
 			continue
 		}
 		rec, err := csv.NewReader(strings.NewReader(text)).Read()
 		if err != nil {
-			return nil, fmt.Errorf("MPI output line %d: %w", line, err)
+			return nil, nil, fmt.Errorf("MPI output line %d: %w", line, err)
 		}
 		row, err := parseMPIRecord(rec)
 		if err != nil {
-			return nil, fmt.Errorf("MPI output line %d %q: %w", line, text, err)
+			return nil, nil, fmt.Errorf("MPI output line %d %q: %w", line, text, err)
 		}
 		rows = append(rows, row)
 	}
-	return rows, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	return rows, configs, nil
+}
+
+// parseMPIConfig parses what follows "# config " on a line.
+func parseMPIConfig(s string) (MPIConfig, error) {
+	head, calls, ok := strings.Cut(s, ": ")
+	f := strings.Fields(head)
+	if !ok || len(f) != 2 || !strings.HasPrefix(f[0], MPIPrefix) || strings.TrimSpace(calls) == "" {
+		return MPIConfig{}, errors.New(`want "# config VARIANT KIND: CALLS"`)
+	}
+	c := MPIConfig{Variant: f[0], Calls: strings.TrimSpace(calls)}
+	switch f[1] {
+	case "one-sided":
+		c.OneSided = true
+	case "two-sided":
+	default:
+		return MPIConfig{}, fmt.Errorf("kind %q: want one-sided or two-sided", f[1])
+	}
+	return c, nil
 }
 
 func parseMPIRecord(rec []string) (Row, error) {
@@ -189,11 +237,135 @@ func MPIArgs(cfg Config, sizes []int) []string {
 	return args
 }
 
+// MPILaunch is a way to start the reference programs with mpirun: the
+// arguments it adds before the program's, and the components of the MPI
+// that they select for each kind of variant.
+type MPILaunch struct {
+	// Args are mpirun's arguments, e.g. "--mca", "pml", "ob1"; none
+	// leaves the choice to the MPI.
+	Args []string
+	// TwoSided and OneSided name what serves the two-sided variants
+	// (mpi-send-recv) and the one-sided ones, e.g. "pml ob1, btl
+	// self,vader" and "osc sm".
+	TwoSided, OneSided string
+}
+
+// String returns the launch as a command, "mpirun ARGS", or "mpirun with
+// the MPI's defaults".
+func (l MPILaunch) String() string {
+	if len(l.Args) == 0 {
+		return "mpirun with the MPI's defaults"
+	}
+	return "mpirun " + strings.Join(l.Args, " ")
+}
+
+// Launches returns the ways RunProgram tries, fastest first. With Open
+// MPI, first its fastest components on one host: pml ob1 over btl self
+// and vader (shared memory) for messages, and osc sm alone for windows,
+// so that every window of the programs is osc sm's, and the flag window
+// (see common.h) one of MPI_Win_allocate_shared polled with loads; then
+// Open MPI's own choice, the configuration of earlier versions, for a
+// job osc sm or vader cannot serve (ranks on several hosts). Another
+// MPI runs with its defaults.
+func (m *MPI) Launches() []MPILaunch {
+	defaults := MPILaunch{TwoSided: "the MPI's default components", OneSided: "the MPI's default components"}
+	if !m.OpenMPI {
+		return []MPILaunch{defaults}
+	}
+	defaults.TwoSided, defaults.OneSided = "Open MPI's default pml and btl", "Open MPI's default osc"
+	return []MPILaunch{
+		{Args: []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "sm"},
+			TwoSided: "pml ob1, btl self,vader", OneSided: "osc sm"},
+		defaults,
+	}
+}
+
+// MPIRun is what RunProgram returns: the rows of the program, and how
+// they were measured.
+type MPIRun struct {
+	Rows []Row
+	// Launch is the launch the rows come from.
+	Launch MPILaunch
+	// Refused are the faster launches tried before it, each with why it
+	// failed.
+	Refused []MPIRefusal
+	// Configs are how the program's variants call MPI, in its order.
+	Configs []MPIConfig
+}
+
+// MPIRefusal is a launch that failed before its program began to
+// measure, and the error.
+type MPIRefusal struct {
+	Launch MPILaunch
+	// Err is mpirun's failure, with the MPI's error output; Stderr is
+	// that output alone.
+	Err    error
+	Stderr string
+}
+
+// Reason returns why the launch failed in one line: the first line of
+// the MPI's error output with words in it (Open MPI frames its messages
+// with lines of dashes), else the first line of Err.
+func (r MPIRefusal) Reason() string {
+	for line := range strings.Lines(r.Stderr) {
+		if line = strings.TrimSpace(line); strings.ContainsFunc(line, unicode.IsLetter) {
+			return line
+		}
+	}
+	first, _, _ := strings.Cut(r.Err.Error(), "\n")
+	return first
+}
+
+// Describe returns how variant ran in r: the components of its kind in
+// r.Launch, then its calls, e.g. "osc sm; MPI_Win_allocate_shared ...";
+// false if the program did not say.
+func (r *MPIRun) Describe(variant string) (string, bool) {
+	for _, c := range r.Configs {
+		if c.Variant == variant {
+			comp := r.Launch.TwoSided
+			if c.OneSided {
+				comp = r.Launch.OneSided
+			}
+			return comp + "; " + c.Calls, true
+		}
+	}
+	return "", false
+}
+
 // RunProgram runs the executable exe on np ranks with mpirun and returns
-// the rows it printed. With Open MPI it adds --allow-run-as-root when
+// its rows and how it ran. It tries the launches of m.Launches in turn:
+// a run that fails before the program printed its CSV header (which it
+// does once its windows exist) is a launch the MPI refused, and the next
+// one is tried; a run that fails after it is an error, as is the last
+// launch's refusal. With Open MPI it adds --allow-run-as-root when
 // running as root and --oversubscribe when np exceeds the cores.
-func (m *MPI) RunProgram(ctx context.Context, exe string, np int, args []string) ([]Row, error) {
-	margs := []string{"-np", strconv.Itoa(np)}
+func (m *MPI) RunProgram(ctx context.Context, exe string, np int, args []string) (*MPIRun, error) {
+	run := &MPIRun{}
+	launches := m.Launches()
+	for i, l := range launches {
+		stdout, stderr, err := m.launch(ctx, l, exe, np, args)
+		if err == nil {
+			run.Launch = l
+			run.Rows, run.Configs, err = ParseMPIOutput(bytes.NewReader(stdout))
+			if err != nil {
+				return nil, err
+			}
+			return run, nil
+		}
+		began := bytes.Contains(stdout, []byte(strings.Join(CSVRowColumns, ",")))
+		if began || i == len(launches)-1 || ctx.Err() != nil {
+			return nil, err
+		}
+		run.Refused = append(run.Refused, MPIRefusal{Launch: l, Err: err, Stderr: stderr})
+	}
+	panic("bench: no MPI launch") // Launches returns at least one
+}
+
+// launch runs exe once with l and returns its standard output and
+// error output.
+func (m *MPI) launch(ctx context.Context, l MPILaunch, exe string, np int, args []string) ([]byte, string, error) {
+	margs := slices.Clone(l.Args)
+	margs = append(margs, "-np", strconv.Itoa(np))
 	if m.OpenMPI {
 		if os.Geteuid() == 0 {
 			margs = append(margs, "--allow-run-as-root")
@@ -208,7 +380,7 @@ func (m *MPI) RunProgram(ctx context.Context, exe string, np int, args []string)
 	cmd := exec.CommandContext(ctx, m.Run, margs...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("mpirun %s: %w\n%s", filepath.Base(exe), err, strings.TrimSpace(stderr.String()))
+		return stdout.Bytes(), stderr.String(), fmt.Errorf("%s %s: %w\n%s", l, filepath.Base(exe), err, strings.TrimSpace(stderr.String()))
 	}
-	return ParseMPICSV(&stdout)
+	return stdout.Bytes(), stderr.String(), nil
 }

@@ -4,10 +4,14 @@
  * the classic variants of internal/bench/pingpong.go:
  *
  *   mpi-send-recv  MPI_Send and MPI_Recv
- *   mpi-put-flag   in an MPI_Win_lock_all epoch: MPI_Put, MPI_Win_flush,
- *                  MPI_Fetch_and_op (MPI_REPLACE) of the stamp into the
- *                  target's flag word, MPI_Win_flush; the target polls its
- *                  flag with MPI_Fetch_and_op (MPI_NO_OP) and MPI_Win_flush
+ *   mpi-put-flag   on a flag window (common.h), in an MPI_Win_lock_all
+ *                  epoch: MPI_Put of the message, MPI_Win_flush, the stamp
+ *                  into the target's flag, MPI_Win_flush; the target polls
+ *                  its own flag. With a window of MPI_Win_allocate_shared
+ *                  (Open MPI: osc sm) the flag is put and polled with
+ *                  loads after MPI_Win_sync, the fastest one-sided
+ *                  ping-pong on one host; else, as before, the flag is
+ *                  MPI_Fetch_and_op's on a window of MPI_Win_allocate
  *   mpi-pscw       MPI_Put in MPI_Win_start/complete; the target keeps its
  *                  window posted (MPI_Win_post/wait)
  *   mpi-fence      MPI_Put between two MPI_Win_fence
@@ -17,14 +21,16 @@
  * rounds of ITERS round trips of every variant in turn; rank 0 prints one
  * CSV line per variant and size with the median half round trip in ns.
  * Every message carries a stamp in its first and last words, which the
- * target checks; a wrong one aborts the run.
+ * target checks; a wrong one aborts the run. After the CSV header,
+ * "# config" lines say how each variant calls MPI.
  */
 #include "common.h"
 
 static int me, peer;
 static int64_t *msg, *in, *base; /* outgoing, send-recv's incoming, the window */
-static long nmax;                 /* words of the message area; the flag follows */
-static MPI_Win win;
+static long nmax;                 /* words of the largest message */
+static MPI_Win win;               /* fence's and pscw's */
+static struct flagwin fw;         /* put-flag's */
 static MPI_Group gpeer;
 static int64_t stamps;
 
@@ -51,29 +57,19 @@ static void sr_recv(long n, int64_t s)
 	check(in, n, s, "mpi-send-recv");
 }
 
-/* put-flag */
-static void flag_open(void) { MPI_Win_lock_all(0, win); }
-static void flag_close(void) { MPI_Win_unlock_all(win); }
+/* put-flag: the stamps only grow, so the flag is the stamp itself. */
+static void flag_open(void) { MPI_Win_lock_all(MPI_MODE_NOCHECK, fw.win); }
+static void flag_close(void) { MPI_Win_unlock_all(fw.win); }
 static void flag_send(long n, int64_t s)
 {
-	int64_t old;
 	stamp(msg, n, s);
-	MPI_Put(msg, n, MPI_INT64_T, peer, 0, n, MPI_INT64_T, win);
-	MPI_Win_flush(peer, win);
-	MPI_Fetch_and_op(&s, &old, MPI_INT64_T, peer, nmax, MPI_REPLACE, win);
-	MPI_Win_flush(peer, win);
+	flagwin_put(&fw, msg, n, 0, peer);
+	flagwin_raise(&fw, peer, s);
 }
 static void flag_recv(long n, int64_t s)
 {
-	int64_t v = 0;
-	for (;;) {
-		MPI_Fetch_and_op(NULL, &v, MPI_INT64_T, me, nmax, MPI_NO_OP, win);
-		MPI_Win_flush(me, win);
-		if (v == s)
-			break;
-	}
-	MPI_Win_sync(win);
-	check(base, n, s, "mpi-put-flag");
+	flagwin_wait(&fw, me, s);
+	check(fw.base + FLAG_WORDS, n, s, "mpi-put-flag");
 }
 
 /* pscw */
@@ -174,14 +170,20 @@ int main(int argc, char **argv)
 	in = calloc(nmax, 8);
 	if (!msg || !in)
 		die("out of memory");
-	MPI_Win_allocate((nmax + 1) * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
-	memset(base, 0, (nmax + 1) * 8);
+	MPI_Win_allocate(nmax * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+	memset(base, 0, nmax * 8);
+	flagwin_alloc(&fw, nmax);
 	MPI_Group world;
 	MPI_Comm_group(MPI_COMM_WORLD, &world);
 	MPI_Group_incl(world, 1, &peer, &gpeer);
 	MPI_Barrier(MPI_COMM_WORLD);
-	if (me == 0)
+	if (me == 0) {
 		header();
+		config("mpi-send-recv", 0, "MPI_Send, MPI_Recv");
+		config("mpi-fence", 1, "MPI_Win_allocate; MPI_Put between MPI_Win_fence");
+		config("mpi-pscw", 1, "MPI_Win_allocate; MPI_Put in MPI_Win_start/complete, the target in MPI_Win_post/wait");
+		config("mpi-put-flag", 1, flagwin_calls(&fw));
+	}
 
 	double *times = malloc(sizeof(double) * NVARIANTS * o.rounds);
 	for (int si = 0; si < o.nsizes; si++) {
@@ -207,6 +209,7 @@ int main(int argc, char **argv)
 	free(times);
 	MPI_Group_free(&gpeer);
 	MPI_Group_free(&world);
+	MPI_Win_free(&fw.win);
 	MPI_Win_free(&win);
 	free(msg);
 	free(in);

@@ -14,18 +14,28 @@
  *                  pipeline step on every rank, MPI_Put of each value
  *   mpi-pscw       MPI_Put of each value in MPI_Win_start/complete; the
  *                  target waits (MPI_Win_wait) and posts again
+ *   mpi-put-flag   on a flag window (common.h) in one MPI_Win_lock_all
+ *                  epoch: MPI_Put of each value into its slot of the
+ *                  target's window, MPI_Win_flush, then the count of
+ *                  values sent to the target into its flag, MPI_Win_flush;
+ *                  the target polls its own flag until the count reaches
+ *                  the values it has taken plus one. With a window of
+ *                  MPI_Win_allocate_shared (Open MPI: osc sm) the count is
+ *                  put and polled with loads after MPI_Win_sync
  *
  * Usage: mpirun -np N stencil [-i ITERS] [-r ROUNDS] [-w WARMUP] SIZE...
  * Times are per iteration as the last rank measured them. Verification
  * is the PRK's (the corner is iterations*(2n-2) after a round), plus
  * every received value and the whole block; a failure aborts the run.
+ * After the CSV header, "# config" lines say how each variant calls MPI.
  */
 #include "common.h"
 
 static int me, np, up, down;
 static long m, n, start, w;
 static int64_t *a, *outs, *base;
-static MPI_Win win;
+static MPI_Win win;         /* fence's and pscw's */
+static struct flagwin fw;   /* put-flag's */
 static MPI_Group gup, gdown;
 static int iter, fences;
 static const char *vname;
@@ -97,6 +107,25 @@ static void pscw_close(void)
 	MPI_Win_wait(win);
 }
 
+/* put-flag: a rank sends to down only and takes from up only, so the
+ * flag of a window counts the values of one origin. They count on over
+ * rounds and sizes, as the flag does. A slot is not put again before its
+ * target took it: the next iteration starts on rank 0 only when the
+ * corner has come round through every rank. */
+static int64_t nsent, ntaken;
+static void flag_open(void) { MPI_Win_lock_all(MPI_MODE_NOCHECK, fw.win); }
+static void flag_send(long slot)
+{
+	flagwin_put(&fw, &outs[slot], 1, slot, down);
+	flagwin_raise(&fw, down, ++nsent);
+}
+static int64_t flag_recv(long slot)
+{
+	flagwin_wait(&fw, me, ++ntaken);
+	return fw.base[FLAG_WORDS + slot];
+}
+static void flag_close(void) { MPI_Win_unlock_all(fw.win); }
+
 struct variant {
 	const char *name;
 	void (*open)(void);
@@ -111,6 +140,7 @@ static const struct variant variants[] = {
 	{"mpi-send-recv", NULL, sr_send, sr_recv, NULL, NULL, NULL},
 	{"mpi-fence", fence_open, fence_send, local, fence_row, fence_end, fence_close},
 	{"mpi-pscw", pscw_open, pscw_send, pscw_recv, NULL, NULL, pscw_close},
+	{"mpi-put-flag", flag_open, flag_send, flag_recv, NULL, NULL, flag_close},
 };
 #define NVARIANTS (int)(sizeof variants / sizeof variants[0])
 
@@ -205,13 +235,19 @@ int main(int argc, char **argv)
 	outs = calloc(mmax + 1, 8);
 	MPI_Win_allocate((mmax + 1) * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
 	memset(base, 0, (mmax + 1) * 8);
+	flagwin_alloc(&fw, mmax + 1);
 	MPI_Group world;
 	MPI_Comm_group(MPI_COMM_WORLD, &world);
 	MPI_Group_incl(world, 1, &up, &gup);
 	MPI_Group_incl(world, 1, &down, &gdown);
 	MPI_Barrier(MPI_COMM_WORLD);
-	if (me == 0)
+	if (me == 0) {
 		header();
+		config("mpi-send-recv", 0, "MPI_Send, MPI_Recv of each value");
+		config("mpi-fence", 1, "MPI_Win_allocate; MPI_Put of each value, one MPI_Win_fence a pipeline step");
+		config("mpi-pscw", 1, "MPI_Win_allocate; MPI_Put of each value in MPI_Win_start/complete, the target in MPI_Win_wait/post");
+		config("mpi-put-flag", 1, flagwin_calls(&fw));
+	}
 
 	double *times = malloc(sizeof(double) * NVARIANTS * o.rounds);
 	for (int si = 0; si < o.nsizes; si++) {
@@ -242,6 +278,7 @@ int main(int argc, char **argv)
 	MPI_Group_free(&gup);
 	MPI_Group_free(&gdown);
 	MPI_Group_free(&world);
+	MPI_Win_free(&fw.win);
 	MPI_Win_free(&win);
 	free(outs);
 	MPI_Finalize();
