@@ -813,7 +813,19 @@ func (e *Endpoint) progress() {
 		}
 		b := hdr.bell.Load()
 		hdr.sleepers.Add(1)
-		if e.pendingRacy() {
+		if e.draining.held() {
+			// Another goroutine drains, and may have made its last
+			// look before an arrival whose producer found nobody
+			// registered to ring for: look again once it is done,
+			// rather than sleep through that arrival (the model in
+			// model/ring.pml finds that lost wake-up).
+			hdr.sleepers.Add(^uint32(0))
+			for e.draining.held() && !e.closed.Load() {
+				runtime.Gosched()
+			}
+			continue
+		}
+		if e.pending() {
 			hdr.sleepers.Add(^uint32(0))
 			continue
 		}
