@@ -89,6 +89,13 @@ func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	if cfg.verbose {
 		l.logf("job %s: %d ranks of %s, transport %s, bootstrap %s",
 			l.job, cfg.n, l.path, cfg.transport, l.srv.Addr())
+		if cfg.transport != "tcp" {
+			if ok, why := shm.CMAStatus(); ok {
+				l.logf("large messages between ranks of a host: single copy (%s)", why)
+			} else {
+				l.logf("large messages between ranks of a host: through the rings, no single copy: %s", why)
+			}
+		}
 	}
 	defer func() {
 		if n := l.srv.Refused(); n > 0 {

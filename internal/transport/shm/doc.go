@@ -23,6 +23,14 @@
 // would then wait for the consumer, a round trip per message in a
 // pipeline.)
 //
+// Active messages travel through a byte ring per (source, target) pair;
+// one whose payload is 64 KiB or more goes by single copy where the
+// kernel allows it (CMAStatus): its record carries the payload's address
+// in the sender, the target reads it with process_vm_readv and
+// acknowledges, and SendAM returns then. A target that cannot read the
+// sender acknowledges the failure and the message, with every later one
+// to it, goes through the ring.
+//
 // Waiting: a waiter polls, yields, then sleeps on its endpoint's doorbell
 // (a futex word in its control segment), which producers ring only when
 // someone sleeps. A sleeper registers (Prepare) before its last look and

@@ -20,7 +20,7 @@ import (
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0005 // "narma", layout version 5
+	magic     = 0x616d72616e_0006 // "narma", layout version 6
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -115,7 +115,11 @@ type amRing struct {
 	tail uint64 // written by the producer (loadTail, storeTail)
 	_    [lineSize - 8]byte
 	head uint64 // written by the consumer (loadHead, storeHead)
-	_    [lineSize - 8]byte
+	// rdv is written by the consumer: the number of the last single-copy
+	// message it took, shifted left by one, the low bit set if it could
+	// not read the payload (cma_linux.go).
+	rdv uint64
+	_   [lineSize - 16]byte
 }
 
 // The ends of an AM ring are published with release stores: each side
@@ -128,6 +132,8 @@ func (r *amRing) loadTail() uint64   { return atomic.LoadUint64(&r.tail) }
 func (r *amRing) storeTail(v uint64) { mem.StoreRelease64(&r.tail, v) }
 func (r *amRing) loadHead() uint64   { return atomic.LoadUint64(&r.head) }
 func (r *amRing) storeHead(v uint64) { mem.StoreRelease64(&r.head, v) }
+func (r *amRing) loadRdv() uint64    { return atomic.LoadUint64(&r.rdv) }
+func (r *amRing) storeRdv(v uint64)  { mem.StoreRelease64(&r.rdv, v) }
 
 // ctl is a typed view of a mapped control segment.
 type ctl struct {

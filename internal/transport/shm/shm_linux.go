@@ -33,6 +33,9 @@ type Config struct {
 	// RingSize is the size in bytes of each incoming active-message ring,
 	// a power of two of at least 4096 (0: chosen from Size).
 	RingSize int
+	// NoSingleCopy sends large active messages through the rings only,
+	// never by single copy (cma_linux.go).
+	NoSingleCopy bool
 	// CheckInterval is how often peers are checked for failure (0: 20ms).
 	// A peer whose process is gone is reported within about this time.
 	CheckInterval time.Duration
@@ -70,7 +73,11 @@ type Endpoint struct {
 	peers      []*ctl // every rank's control segment, own included
 	pids       []int
 	shared     bool // other ranks of the job are goroutines of this process
-	interval   time.Duration
+	cma        bool // large messages go by single copy (CMAStatus)
+
+	cmaMu    sync.Mutex
+	cmaErrs  map[int]error // per source: why a single-copy read failed
+	interval time.Duration
 
 	closed    atomic.Bool
 	peerState []atomic.Uint32
@@ -102,9 +109,11 @@ type Endpoint struct {
 
 // sender is the producer state of this endpoint on one target's ring.
 type sender struct {
-	mu   sync.Mutex
-	tail uint64 // next write position
-	head uint64 // last head read from the consumer
+	mu    sync.Mutex
+	tail  uint64 // next write position
+	head  uint64 // last head read from the consumer
+	rdv   uint64 // single-copy messages sent
+	noCMA bool   // the target could not read this process's memory
 }
 
 // assembly is a message arriving in several records.
@@ -151,6 +160,9 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	}
 	job := cfg.Heap.Job()
 	name := "r" + strconv.Itoa(cfg.Rank)
+	if !cfg.NoSingleCopy {
+		allowPeers()
+	}
 	b, err := createSegment(segmentPath(job, name), (ctlSize(cfg.Size, slots, rs)+pageSize-1)&^(pageSize-1))
 	if err != nil {
 		return nil, err
@@ -219,6 +231,9 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	}
 	for r, pid := range e.pids {
 		e.shared = e.shared || (r != cfg.Rank && pid == os.Getpid())
+	}
+	if !cfg.NoSingleCopy {
+		e.cma, _ = CMAStatus()
 	}
 	// Every rank has mapped every control segment: the names are no
 	// longer needed, and removing them now leaves nothing behind whatever
@@ -479,6 +494,13 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 	s := &e.send[target]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(payload) >= cmaMin && e.cma && !s.noCMA {
+		sent, err := e.sendRemote(target, s, id, hdr, payload)
+		if err != nil || sent {
+			return err
+		}
+		s.noCMA = true // the target cannot read this process: the ring from now on
+	}
 	first := true
 	rest := payload
 	for first || len(rest) > 0 {
@@ -488,43 +510,55 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 		}
 		piece = min(piece, len(rest))
 		rec := recHeader{length: uint32(recHead + piece), id: uint8(id), total: uint32(len(payload))}
+		var h []byte
 		if first {
 			rec.flags |= recFirst
 			rec.length += uint32(len(hdr))
 			rec.hdrLen = uint16(len(hdr))
+			h = hdr
 		}
 		if piece == len(rest) {
 			rec.flags |= recLast
 		}
-		need := uint64(pad8(int(rec.length)))
-		for spin := 0; s.tail+need-s.head > uint64(rs); spin++ {
-			s.head = rh.loadHead()
-			if s.tail+need-s.head <= uint64(rs) {
-				break
-			}
-			e.ring(t)
-			if err := e.backoff(target, spin); err != nil {
-				return err
-			}
+		if err := e.writeRecord(target, s, data, rh, rec, h, rest[:piece]); err != nil {
+			return err
 		}
-		var head [recHead]byte
-		rec.encode(&head)
-		raceRelease()
-		pos := s.tail
-		ringWrite(data, pos, head[:])
-		pos += recHead
-		if first {
-			ringWrite(data, pos, hdr)
-			pos += uint64(len(hdr))
-		}
-		ringWrite(data, pos, rest[:piece])
 		rest = rest[piece:]
-		s.tail += need
-		rh.storeTail(s.tail)
-		t.hdr.amSeq.Add(1)
-		e.ring(t)
 		first = false
 	}
+	return nil
+}
+
+// writeRecord writes record rec, its head followed by hdr and body, into
+// the ring data of target for this endpoint (s locked), waiting for room,
+// and publishes it.
+func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, rec recHeader, hdr, body []byte) error {
+	t := e.peers[target]
+	rs := len(data)
+	need := uint64(pad8(int(rec.length)))
+	for spin := 0; s.tail+need-s.head > uint64(rs); spin++ {
+		s.head = rh.loadHead()
+		if s.tail+need-s.head <= uint64(rs) {
+			break
+		}
+		e.ring(t)
+		if err := e.backoff(target, spin); err != nil {
+			return err
+		}
+	}
+	var head [recHead]byte
+	rec.encode(&head)
+	raceRelease()
+	pos := s.tail
+	ringWrite(data, pos, head[:])
+	pos += recHead
+	ringWrite(data, pos, hdr)
+	pos += uint64(len(hdr))
+	ringWrite(data, pos, body)
+	s.tail += need
+	rh.storeTail(s.tail)
+	t.hdr.amSeq.Add(1)
+	e.ring(t)
 	return nil
 }
 
@@ -709,7 +743,11 @@ func (e *Endpoint) drainRing(src int) bool {
 			b = e.scratch[:body]
 			ringRead(data, head+recHead, b)
 		}
-		e.record(src, rec, b)
+		if rec.flags&recRemote != 0 {
+			e.remote(src, rh, rec, b)
+		} else {
+			e.record(src, rec, b)
+		}
 		head += uint64(pad8(int(rec.length)))
 		rh.storeHead(head)
 	}

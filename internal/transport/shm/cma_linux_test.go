@@ -1,0 +1,123 @@
+package shm
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+// amWorld is two endpoints whose rank 1 records the active messages it
+// gets (id 3).
+type amWorld struct {
+	eps  []*Endpoint
+	got  chan []byte
+	hdrs chan []byte
+}
+
+func newAMWorld(t *testing.T, cfg Config) *amWorld {
+	t.Helper()
+	cfg.Size = 2
+	w := &amWorld{eps: newGroup(t, cfg), got: make(chan []byte, 16), hdrs: make(chan []byte, 16)}
+	w.eps[1].SetAMHandler(3, func(src int, hdr, payload []byte) {
+		w.hdrs <- bytes.Clone(hdr)
+		w.got <- bytes.Clone(payload)
+	})
+	return w
+}
+
+func (w *amWorld) next(t *testing.T) (hdr, payload []byte) {
+	t.Helper()
+	select {
+	case hdr = <-w.hdrs:
+		return hdr, <-w.got
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message")
+	}
+	return nil, nil
+}
+
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + seed)
+	}
+	return b
+}
+
+// TestSingleCopy: a large active message goes by single copy when the
+// kernel allows it: one small record in the ring, the payload read from
+// the sender's memory, whole, in order with the small messages around it.
+func TestSingleCopy(t *testing.T) {
+	if ok, why := CMAStatus(); !ok {
+		t.Skip("single copy not possible here:", why)
+	}
+	w := newAMWorld(t, Config{})
+	rh := w.eps[1].own.ringHeads[0]
+	for i, n := range []int{cmaMin, 3 << 20, 100, cmaMin + 1} {
+		before := rh.loadTail()
+		msg := pattern(n, i)
+		if err := w.eps[0].SendAM(1, 3, []byte{byte(i)}, msg); err != nil {
+			t.Fatal(err)
+		}
+		used := rh.loadTail() - before
+		if n >= cmaMin && used > recHead+64 {
+			t.Errorf("message %d of %d bytes took %d bytes of the ring: not a single copy", i, n, used)
+		}
+		hdr, got := w.next(t)
+		if !bytes.Equal(hdr, []byte{byte(i)}) || !bytes.Equal(got, msg) {
+			t.Fatalf("message %d of %d bytes: header %v, payload equal %v", i, n, hdr, bytes.Equal(got, msg))
+		}
+	}
+	if f := w.eps[1].CMAFailures(); len(f) != 0 {
+		t.Fatalf("failures %v", f)
+	}
+}
+
+// TestSingleCopyFallback: a target that cannot read the sender's memory
+// (here: it knows a wrong pid for it) acknowledges the failure; the
+// message then comes through the ring, once, whole, and so do the later
+// ones, without another try; the target says why.
+func TestSingleCopyFallback(t *testing.T) {
+	if ok, why := CMAStatus(); !ok {
+		t.Skip("single copy not possible here:", why)
+	}
+	w := newAMWorld(t, Config{})
+	w.eps[1].pids[0] = 1<<22 + 12345 // no such process (pid_max is at most 2^22)
+	for i := range 3 {
+		msg := pattern(cmaMin*2, i)
+		if err := w.eps[0].SendAM(1, 3, []byte{9}, msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := w.next(t); !bytes.Equal(got, msg) {
+			t.Fatalf("message %d after a failed single copy: payload differs", i)
+		}
+	}
+	select {
+	case <-w.got:
+		t.Fatal("a message delivered twice")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if !w.eps[0].send[1].noCMA {
+		t.Error("the sender still tries single copy to a target that cannot read it")
+	}
+	if f := w.eps[1].CMAFailures(); f[0] == nil {
+		t.Errorf("no reason given for the failure: %v", f)
+	}
+}
+
+// TestNoSingleCopy: Config.NoSingleCopy keeps large messages in the ring.
+func TestNoSingleCopy(t *testing.T) {
+	w := newAMWorld(t, Config{NoSingleCopy: true})
+	rh := w.eps[1].own.ringHeads[0]
+	before := rh.loadTail()
+	msg := pattern(cmaMin*2, 1)
+	if err := w.eps[0].SendAM(1, 3, nil, msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := w.next(t); !bytes.Equal(got, msg) {
+		t.Fatal("payload differs")
+	}
+	if used := rh.loadTail() - before; used < uint64(len(msg)) {
+		t.Errorf("%d bytes of ring for a %d-byte message", used, len(msg))
+	}
+}
