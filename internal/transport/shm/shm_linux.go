@@ -665,8 +665,9 @@ func (e *Endpoint) Wake() {
 	futexWakeAll(&hdr.bell)
 }
 
-// pending reports whether anything waits to be drained. The caller holds
-// draining (or is the only consumer).
+// pending reports whether anything waits to be drained: exactly if the
+// caller holds draining, else as a hint (poll's fast path, progress),
+// which a drain under the lock settles.
 func (e *Endpoint) pending() bool {
 	return e.own.noticePending(e.own.hdr.loadDeq()) || e.own.hdr.amSeq.Load() != atomic.LoadUint64(&e.amSeen)
 }
