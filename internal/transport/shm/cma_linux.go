@@ -167,25 +167,15 @@ func (e *Endpoint) remote(src int, rh *amRing, rec recHeader, b []byte) {
 		rh.storeRdv(seq<<1 | 1)
 		return
 	}
-	a := e.spare[src]
-	if a == nil {
-		a = &assembly{}
-		e.spare[src] = a
-	}
-	if uint64(cap(a.buf)) < n {
-		a.buf = make([]byte, n)
-	}
-	buf := a.buf[:n]
-	if err := cmaRead(e.pids[src], uintptr(addr), buf); err != nil {
+	a := e.reassembly(src, int(n))
+	if err := cmaRead(e.pids[src], uintptr(addr), a.buf); err != nil {
 		e.cmaFailed(src, err)
 		rh.storeRdv(seq<<1 | 1)
 		return
 	}
 	rh.storeRdv(seq << 1)
-	e.deliverAM(src, rec.id, hdr, buf)
-	if cap(a.buf) > maxSpareAssembly {
-		a.buf = nil
-	}
+	e.deliverAM(src, rec.id, hdr, a.buf)
+	a.release()
 }
 
 // cmaFailed notes, once per source, why a single-copy read failed, for

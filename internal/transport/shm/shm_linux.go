@@ -764,19 +764,8 @@ func (e *Endpoint) record(src int, rec recHeader, b []byte) {
 			e.deliverAM(src, rec.id, hdr, piece)
 			return
 		}
-		// The buffer of the source's last large message is reused (a
-		// handler keeps nothing it is given): a fresh one per message
-		// costs its zeroing and, once the runtime has returned it to the
-		// system, a page fault per page.
-		a := e.spare[src]
-		if a == nil {
-			a = &assembly{}
-			e.spare[src] = a
-		}
-		if cap(a.buf) < int(rec.total) {
-			a.buf = make([]byte, rec.total)
-		}
-		a.id, a.hdr, a.buf = rec.id, append(a.hdr[:0], hdr...), a.buf[:rec.total]
+		a := e.reassembly(src, int(rec.total))
+		a.id, a.hdr = rec.id, append(a.hdr[:0], hdr...)
 		a.got = copy(a.buf, piece)
 		e.partial[src] = a
 		return
@@ -789,9 +778,32 @@ func (e *Endpoint) record(src int, rec recHeader, b []byte) {
 	if rec.flags&recLast != 0 {
 		e.partial[src] = nil
 		e.deliverAM(src, a.id, a.hdr, a.buf[:a.got])
-		if cap(a.buf) > maxSpareAssembly {
-			a.buf = nil // not worth keeping for the next message
-		}
+		a.release()
+	}
+}
+
+// reassembly returns the assembly of src, its buffer n bytes long. The
+// buffer of the source's last large message is reused (a handler keeps
+// nothing it is given): a fresh one per message costs its zeroing and,
+// once the runtime has returned it to the system, a page fault per page.
+func (e *Endpoint) reassembly(src, n int) *assembly {
+	a := e.spare[src]
+	if a == nil {
+		a = &assembly{}
+		e.spare[src] = a
+	}
+	if cap(a.buf) < n {
+		a.buf = make([]byte, n)
+	}
+	a.buf = a.buf[:n]
+	return a
+}
+
+// release drops a's buffer after its message was delivered if it is too
+// large to keep for the next one.
+func (a *assembly) release() {
+	if cap(a.buf) > maxSpareAssembly {
+		a.buf = nil
 	}
 }
 
