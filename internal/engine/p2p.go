@@ -149,26 +149,13 @@ func (c *Comm) copyData(payload []byte) []byte {
 	return append([]byte(nil), payload...)
 }
 
-// keepData keeps the buffer of a matched unexpected message for copyData;
-// the caller holds c.mu.
+// keepData keeps the buffer of a matched unexpected message for copyData,
+// if it is of a size worth keeping and there is room; the caller holds
+// c.mu.
 func (c *Comm) keepData(b []byte) {
-	if cap(b) < spareMin || cap(b) > spareMax {
-		return
+	if cap(b) >= spareMin && cap(b) <= spareMax && len(c.spareData) < maxSpare {
+		c.spareData = append(c.spareData, b)
 	}
-	if len(c.spareData) == maxSpare {
-		// Keep the larger buffers.
-		i := 0
-		for j, s := range c.spareData {
-			if cap(s) < cap(c.spareData[i]) {
-				i = j
-			}
-		}
-		if cap(c.spareData[i]) >= cap(b) {
-			return
-		}
-		c.spareData = remove(c.spareData, i)
-	}
-	c.spareData = append(c.spareData, b)
 }
 
 // post matches r against the unexpected queue or queues it.
