@@ -19,3 +19,14 @@ TEXT ·storeRelease32(SB), NOSPLIT, $0-12
 	MOVL	v+8(FP), BX
 	MOVL	BX, (AX)
 	RET
+
+// func storeFenced64(addr *uint64, v uint64)
+TEXT ·storeFenced64(SB), NOSPLIT, $0-16
+	MOVQ	addr+0(FP), AX
+	MOVQ	v+8(FP), BX
+	MOVQ	BX, (AX)
+	// A locked read-modify-write of the return address (or-ing 0 leaves
+	// it) drains the store buffer: no later load passes the store above.
+	LOCK
+	ORQ	$0, 0(SP)
+	RET

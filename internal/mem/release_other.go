@@ -11,3 +11,5 @@ import "sync/atomic"
 func storeRelease64(addr *uint64, v uint64) { atomic.StoreUint64(addr, v) }
 
 func storeRelease32(addr *uint32, v uint32) { atomic.StoreUint32(addr, v) }
+
+func storeFenced64(addr *uint64, v uint64) { atomic.StoreUint64(addr, v) }

@@ -52,14 +52,14 @@ func TestSingleCopy(t *testing.T) {
 		t.Skip("single copy not possible here:", why)
 	}
 	w := newAMWorld(t, Config{})
-	rh := w.eps[1].own.ringHeads[0]
+	c := w.eps[1].own
 	for i, n := range []int{cmaMin, 3 << 20, 100, cmaMin + 1} {
-		before := rh.loadTail()
+		before := c.loadTail(0)
 		msg := pattern(n, i)
 		if err := w.eps[0].SendAM(1, 3, []byte{byte(i)}, msg); err != nil {
 			t.Fatal(err)
 		}
-		used := rh.loadTail() - before
+		used := c.loadTail(0) - before
 		if n >= cmaMin && used > recHead+64 {
 			t.Errorf("message %d of %d bytes took %d bytes of the ring: not a single copy", i, n, used)
 		}
@@ -108,8 +108,8 @@ func TestSingleCopyFallback(t *testing.T) {
 // TestNoSingleCopy: Config.NoSingleCopy keeps large messages in the ring.
 func TestNoSingleCopy(t *testing.T) {
 	w := newAMWorld(t, Config{NoSingleCopy: true})
-	rh := w.eps[1].own.ringHeads[0]
-	before := rh.loadTail()
+	c := w.eps[1].own
+	before := c.loadTail(0)
 	msg := pattern(cmaMin*2, 1)
 	if err := w.eps[0].SendAM(1, 3, nil, msg); err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestNoSingleCopy(t *testing.T) {
 	if _, got := w.next(t); !bytes.Equal(got, msg) {
 		t.Fatal("payload differs")
 	}
-	if used := rh.loadTail() - before; used < uint64(len(msg)) {
+	if used := c.loadTail(0) - before; used < uint64(len(msg)) {
 		t.Errorf("%d bytes of ring for a %d-byte message", used, len(msg))
 	}
 }

@@ -14,13 +14,19 @@ import (
 //
 //	header      magic, geometry, owner pid, state, doorbell     (hdrSize)
 //	notices     the bounded multi-producer notice ring           (slots x 64)
+//	tails       the AM rings' tails, 8 to a line                 (size x 8, whole lines)
 //	exposures   the table of exposed regions                     (maxExpose x 64)
-//	am rings    one single-producer byte ring per source rank    (size x amRingSize)
+//	am rings    one single-producer byte ring per source rank    (size x (64 + amRingSize))
+//
+// The tails of the AM rings lie together so that a poll that finds no new
+// message reads one line per 8 sources, and each producer publishes with
+// a store to its own word of them: no instruction of a producer locks a
+// line that the consumer polls.
 
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0006 // "narma", layout version 6
+	magic     = 0x616d72616e_0007 // "narma", layout version 7
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -54,11 +60,6 @@ type header struct {
 	sleepers atomic.Uint32
 	_        [lineSize - 8]byte
 
-	// amSeq counts AM records published to any of the endpoint's rings,
-	// so that a poll that finds it unchanged skips the rings.
-	amSeq atomic.Uint64
-	_     [lineSize - 8]byte
-
 	// enq is the notice ring's next free position.
 	enq atomic.Uint64
 	_   [lineSize - 8]byte
@@ -74,7 +75,7 @@ type header struct {
 // the consumer. The data of a notified put is already in the target's
 // memory when its notice is published.
 type slot struct {
-	seq    atomic.Uint64 // Vyukov sequence: pos when free, pos+1 when full
+	seq    uint64 // Vyukov sequence: pos when free, pos+1 when full (loadSeq, storeSeq)
 	src    uint32
 	kind   uint8
 	op     uint8
@@ -94,10 +95,23 @@ func (h *header) loadDeq() uint64 { return atomic.LoadUint64(&h.deq) }
 // reused.
 func (h *header) storeDeq(v uint64) { mem.StoreRelease64(&h.deq, v) }
 
+// loadSeq returns the slot's sequence.
+func (s *slot) loadSeq() uint64 { return atomic.LoadUint64(&s.seq) }
+
+// storeSeq publishes the slot's sequence: sequentially consistent, for it
+// is the producer's store of the handshake with sleeping consumers (post),
+// but a plain store and a fence, which a consumer polling the line waits
+// less for than the exchange of sync/atomic (mem.StoreFenced64).
+func (s *slot) storeSeq(v uint64) { mem.StoreFenced64(&s.seq, v) }
+
 // A slot, an exposure and a ring head are one line each.
 var (
 	_ [lineSize - unsafe.Sizeof(slot{})]byte
 	_ [unsafe.Sizeof(slot{}) - lineSize]byte
+	_ [lineSize - unsafe.Sizeof(exposure{})]byte
+	_ [unsafe.Sizeof(exposure{}) - lineSize]byte
+	_ [lineSize - unsafe.Sizeof(amRing{})]byte
+	_ [unsafe.Sizeof(amRing{}) - lineSize]byte
 )
 
 // exposure is one entry of the exposure table.
@@ -110,10 +124,10 @@ type exposure struct {
 	_   [lineSize - 32]byte
 }
 
-// amRing is the head of a single-producer, single-consumer byte ring.
+// amRing is the consumer's end of a single-producer, single-consumer
+// byte ring, whose producer's end is its word of the tails (ctl.loadTail,
+// ctl.storeTail).
 type amRing struct {
-	tail uint64 // written by the producer (loadTail, storeTail)
-	_    [lineSize - 8]byte
 	head uint64 // written by the consumer (loadHead, storeHead)
 	// rdv is written by the consumer: the number of the last single-copy
 	// message it took, shifted left by one, the low bit set if it could
@@ -122,14 +136,18 @@ type amRing struct {
 	_   [lineSize - 16]byte
 }
 
-// The ends of an AM ring are published with release stores: each side
-// reads the other's only to know how far it may go, and looks again when
-// that is not far enough, so no store of theirs need wait for the store
-// buffer. (The producer's Dekker-style handshake with sleepers goes
-// through header.amSeq, a sequentially consistent add, after the tail.)
+// The consumer's end of an AM ring is published with release stores: the
+// producer reads it only to know how far it may go, and looks again when
+// that is not far enough. The producer's end, the tail, is the store of
+// its Dekker-style handshake with sleepers: sequentially consistent, as a
+// plain store and a fence (mem.StoreFenced64).
 
-func (r *amRing) loadTail() uint64   { return atomic.LoadUint64(&r.tail) }
-func (r *amRing) storeTail(v uint64) { mem.StoreRelease64(&r.tail, v) }
+// loadTail returns the tail of the AM ring of src.
+func (c *ctl) loadTail(src int) uint64 { return atomic.LoadUint64(&c.tails[src]) }
+
+// storeTail publishes the tail of the AM ring of src.
+func (c *ctl) storeTail(src int, v uint64) { mem.StoreFenced64(&c.tails[src], v) }
+
 func (r *amRing) loadHead() uint64   { return atomic.LoadUint64(&r.head) }
 func (r *amRing) storeHead(v uint64) { mem.StoreRelease64(&r.head, v) }
 func (r *amRing) loadRdv() uint64    { return atomic.LoadUint64(&r.rdv) }
@@ -140,6 +158,7 @@ type ctl struct {
 	mem       []byte
 	hdr       *header
 	slots     []slot
+	tails     []uint64 // by source rank
 	exposures []exposure
 	ringHeads []*amRing // by source rank
 	ringData  [][]byte  // by source rank
@@ -151,8 +170,11 @@ type ctl struct {
 
 // ctlSize returns the size of a control segment for the given geometry.
 func ctlSize(size, slots, amRingSize int) int {
-	return hdrSize + slots*lineSize + maxExpose*lineSize + size*(2*lineSize+amRingSize)
+	return hdrSize + slots*lineSize + tailsSize(size) + maxExpose*lineSize + size*(lineSize+amRingSize)
 }
+
+// tailsSize returns the bytes of the tails of size rings, whole lines.
+func tailsSize(size int) int { return (size*8 + lineSize - 1) &^ (lineSize - 1) }
 
 // layout returns the view of a control segment; hdr says its geometry
 // (and is checked against the mapping's length).
@@ -173,13 +195,15 @@ func layout(b []byte) (*ctl, error) {
 	off := hdrSize
 	c.slots = unsafe.Slice((*slot)(unsafe.Pointer(&b[off])), slots)
 	off += slots * lineSize
+	c.tails = unsafe.Slice((*uint64)(unsafe.Pointer(&b[off])), size)
+	off += tailsSize(size)
 	c.exposures = unsafe.Slice((*exposure)(unsafe.Pointer(&b[off])), maxExpose)
 	off += maxExpose * lineSize
 	ringHeads := make([]*amRing, size)
 	c.ringData = make([][]byte, size)
 	for i := 0; i < size; i++ {
 		ringHeads[i] = (*amRing)(unsafe.Pointer(&b[off]))
-		off += 2 * lineSize
+		off += lineSize
 		c.ringData[i] = b[off : off+rs : off+rs]
 		off += rs
 	}

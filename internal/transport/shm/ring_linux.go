@@ -41,7 +41,7 @@ func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
 		s.key = uint64(key)
 		s.offset = n.Offset
 		s.value = n.Value
-		s.seq.Store(pos + 1)
+		s.storeSeq(pos + 1)
 		return true
 	}
 }
@@ -50,7 +50,7 @@ func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
 // caller then advances deq, which frees the slot).
 func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, ok bool) {
 	s := &c.slots[deq&uint64(len(c.slots)-1)]
-	if s.seq.Load() != deq+1 {
+	if s.loadSeq() != deq+1 {
 		return 0, 0, n, false
 	}
 	src, key = int(s.src), transport.Key(s.key)
@@ -60,7 +60,7 @@ func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, o
 
 // noticePending reports whether the notice at deq has been published.
 func (c *ctl) noticePending(deq uint64) bool {
-	return c.slots[deq&uint64(len(c.slots)-1)].seq.Load() == deq+1
+	return c.slots[deq&uint64(len(c.slots)-1)].loadSeq() == deq+1
 }
 
 // Active messages travel in records through the byte ring of their

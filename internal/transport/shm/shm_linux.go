@@ -88,7 +88,7 @@ type Endpoint struct {
 
 	// The consumer side: whoever holds draining runs the handlers.
 	draining drainLock
-	amSeen   uint64      // value of amSeq last drained (written with draining held, with a release store)
+	tailSeen []uint64    // per source: the AM ring's tail when last drained (written with draining held, with release stores)
 	stalled  bool        // a ring waits for a handler (draining held)
 	partial  []*assembly // per source: message being reassembled, or nil
 	spare    []*assembly // per source: a finished assembly, its buffer to reuse
@@ -177,7 +177,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	for i := range own.slots {
-		own.slots[i].seq.Store(uint64(i))
+		own.slots[i].storeSeq(uint64(i))
 	}
 	h.state.Store(stateOpen)
 
@@ -187,7 +187,8 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		peerState: make([]atomic.Uint32, cfg.Size),
 		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
 		partial: make([]*assembly, cfg.Size), spare: make([]*assembly, cfg.Size),
-		kick: make(chan struct{}, 1), done: make(chan struct{}),
+		tailSeen: make([]uint64, cfg.Size),
+		kick:     make(chan struct{}, 1), done: make(chan struct{}),
 		send: make([]sender, cfg.Size),
 		free: make([]int, 0, maxExpose),
 	}
@@ -556,8 +557,7 @@ func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, r
 	pos += uint64(len(hdr))
 	ringWrite(data, pos, body)
 	s.tail += need
-	rh.storeTail(s.tail)
-	t.hdr.amSeq.Add(1)
+	t.storeTail(e.rank, s.tail)
 	e.ring(t)
 	return nil
 }
@@ -669,7 +669,15 @@ func (e *Endpoint) Wake() {
 // caller holds draining, else as a hint (poll's fast path, progress),
 // which a drain under the lock settles.
 func (e *Endpoint) pending() bool {
-	return e.own.noticePending(e.own.hdr.loadDeq()) || e.own.hdr.amSeq.Load() != atomic.LoadUint64(&e.amSeen)
+	if e.own.noticePending(e.own.hdr.loadDeq()) {
+		return true
+	}
+	for src := range e.own.tails {
+		if e.own.loadTail(src) != atomic.LoadUint64(&e.tailSeen[src]) {
+			return true
+		}
+	}
+	return false
 }
 
 // drain runs the handlers for everything that has arrived, notices going
@@ -696,11 +704,15 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 		}
 		h(src, key, n)
 	}
-	if seq := e.own.hdr.amSeq.Load(); seq != e.amSeen || e.stalled {
-		mem.StoreRelease64(&e.amSeen, seq)
-		e.stalled = false
-		for src := range e.own.ringHeads {
-			if e.drainRing(src) {
+	// A ring that waits for its handler is looked at again by every
+	// drain, but does not keep pending true: the progress goroutine would
+	// spin on it.
+	stalled := e.stalled
+	e.stalled = false
+	for src := range e.own.tails {
+		if tail := e.own.loadTail(src); tail != e.tailSeen[src] || stalled {
+			mem.StoreRelease64(&e.tailSeen[src], tail)
+			if e.drainRing(src, tail) {
 				did = true
 			}
 		}
@@ -708,12 +720,12 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 	return did
 }
 
-// drainRing handles the records in the ring of src; draining is held.
-func (e *Endpoint) drainRing(src int) bool {
+// drainRing handles the records in the ring of src up to tail; draining
+// is held.
+func (e *Endpoint) drainRing(src int, tail uint64) bool {
 	rh := e.own.ringHeads[src]
 	data := e.own.ringData[src]
 	head := rh.loadHead()
-	tail := rh.loadTail()
 	if head == tail {
 		return false
 	}
