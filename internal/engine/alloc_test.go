@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"runtime"
 	"testing"
 
 	"github.com/narma-rma/narma/internal/mem"
@@ -213,5 +214,69 @@ func TestHotPathAllocsDeferred(t *testing.T) {
 	})
 	if a != 0 {
 		t.Errorf("deferred Lock/Do/Flush/Unlock: %v allocations per epoch, want 0", a)
+	}
+}
+
+// TestSendRecvAllocs: a blocking Send and Recv allocate nothing once
+// warm, whether the message finds its receive posted or arrives before
+// it (the unexpected queue keeps matched messages and their buffers).
+func TestSendRecvAllocs(t *testing.T) {
+	cs := newComms(t, 2)
+	ctx := context.Background()
+	const runs = 1000
+	echo := make(chan error, 1)
+	go func() {
+		// Rank 1 echoes every message: AllocsPerRun's warm-up, then runs,
+		// each twice (posted first, then unexpected).
+		buf := make([]byte, 64)
+		for i := 0; i < 2*(runs+1); i++ {
+			st, err := cs[1].Recv(ctx, buf, 0, 3)
+			if err == nil {
+				err = cs[1].Send(ctx, buf[:st.Count], 0, 4)
+			}
+			if err != nil {
+				echo <- err
+				return
+			}
+		}
+		echo <- nil
+	}()
+	out, in := make([]byte, 64), make([]byte, 64)
+	for _, c := range []struct {
+		name string
+		f    func() error
+	}{
+		// The reply finds the receive posted, as a rule.
+		{"Send then Recv", func() error {
+			if err := cs[0].Send(ctx, out, 1, 3); err != nil {
+				return err
+			}
+			_, err := cs[0].Recv(ctx, in, 1, 4)
+			return err
+		}},
+		// The reply arrives before its receive, always.
+		{"Send, wait, Recv", func() error {
+			if err := cs[0].Send(ctx, out, 1, 3); err != nil {
+				return err
+			}
+			for {
+				if _, ok, err := cs[0].Iprobe(1, 4); err != nil || ok {
+					if err != nil {
+						return err
+					}
+					break
+				}
+				runtime.Gosched()
+			}
+			_, err := cs[0].Recv(ctx, in, 1, 4)
+			return err
+		}},
+	} {
+		if a := allocs(t, c.name, runs, c.f); a != 0 {
+			t.Errorf("%s: %v allocations per round trip, want 0", c.name, a)
+		}
+	}
+	if err := <-echo; err != nil {
+		t.Fatal(err)
 	}
 }

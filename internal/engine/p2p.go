@@ -83,7 +83,7 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 			return
 		}
 	}
-	c.unexpected = append(c.unexpected, &message{src: src, ctx: ctx, tag: tag, data: c.copyData(payload)})
+	c.unexpected = append(c.unexpected, c.newMessage(src, ctx, tag, payload))
 	c.mu.Unlock()
 	c.wake()
 }
@@ -95,10 +95,17 @@ func (c *Comm) send(op string, ctx uint8, buf []byte, dest, tag int) error {
 	if tag < 0 || int64(tag) > int64(1<<31-1) {
 		return opErr(op, c.rank, ErrTag, "tag %d not in [0,2^31)", tag)
 	}
-	var hdr [msgHeaderLen]byte
-	hdr[0] = ctx
+	// The header goes through an interface call, so a local array would
+	// be allocated on the heap each time: keep one (SendAM copies it).
+	hdr := c.spareHdr.Swap(nil)
+	if hdr == nil {
+		hdr = new([msgHeaderLen]byte)
+	}
+	*hdr = [msgHeaderLen]byte{0: ctx}
 	binary.LittleEndian.PutUint32(hdr[4:8], uint32(int32(tag)))
-	if err := c.ep.SendAM(dest, amMsg, hdr[:], buf); err != nil {
+	err := c.ep.SendAM(dest, amMsg, hdr[:], buf)
+	c.spareHdr.Store(hdr)
+	if err != nil {
 		return opErr(op, c.rank, ErrPeer, "to rank %d: %v", dest, err)
 	}
 	return nil
@@ -149,6 +156,47 @@ func (c *Comm) copyData(payload []byte) []byte {
 	return append([]byte(nil), payload...)
 }
 
+// maxSpareMsgs is how many matched unexpected messages are kept, with
+// their buffers if smaller than spareMin, for the next ones: an
+// allocation per message costs little itself, but a heap that grows
+// between collections costs a page fault per fresh page.
+const maxSpareMsgs = 64
+
+// newMessage returns an unexpected message holding a copy of payload, in
+// a kept message and buffer where it can; the caller holds c.mu.
+func (c *Comm) newMessage(src int, ctx uint8, tag int, payload []byte) *message {
+	var m *message
+	if k := len(c.spareMsgs); k > 0 {
+		m = c.spareMsgs[k-1]
+		c.spareMsgs[k-1] = nil
+		c.spareMsgs = c.spareMsgs[:k-1]
+	} else {
+		m = new(message)
+	}
+	m.src, m.ctx, m.tag = src, ctx, tag
+	if len(payload) < spareMin && (cap(m.data) >= len(payload) || m.data == nil) {
+		if m.data == nil {
+			m.data = make([]byte, 0, max(len(payload), 256))
+		}
+		m.data = append(m.data[:0], payload...)
+	} else {
+		m.data = c.copyData(payload)
+	}
+	return m
+}
+
+// freeMessage keeps m, matched, for newMessage, and its buffer: small
+// ones with it, large ones for copyData; the caller holds c.mu.
+func (c *Comm) freeMessage(m *message) {
+	if cap(m.data) >= spareMin {
+		c.keepData(m.data)
+		m.data = nil
+	}
+	if len(c.spareMsgs) < maxSpareMsgs {
+		c.spareMsgs = append(c.spareMsgs, m)
+	}
+}
+
 // keepData keeps the buffer of a matched unexpected message for copyData,
 // if it is of a size worth keeping and there is room; the caller holds
 // c.mu.
@@ -166,7 +214,7 @@ func (c *Comm) post(r *recvReq) {
 		if matches(r.src, r.tag, r.ctx, m.src, m.tag, m.ctx) {
 			r.deliver(m.src, m.tag, m.data)
 			c.unexpected = remove(c.unexpected, i)
-			c.keepData(m.data)
+			c.freeMessage(m)
 			return
 		}
 	}
@@ -198,7 +246,8 @@ func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src,
 	if err := c.checkRecvArgs(op, src, tag); err != nil {
 		return Status{}, err
 	}
-	r := &recvReq{src: src, ctx: mctx, tag: tag, buf: buf}
+	r := c.newRecv(src, mctx, tag, buf)
+	defer c.freeRecv(r)
 	c.post(r)
 	werr := c.waitRecv(ctx, r)
 	if werr == nil && !c.recvDone(r) {
@@ -216,6 +265,27 @@ func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src,
 		return r.st, opErr(op, c.rank, r.err, "message of %d bytes from rank %d into buffer of %d", r.st.Count, r.st.Source, len(buf))
 	}
 	return r.st, nil
+}
+
+// newRecv returns the request of a blocking receive, the one kept by
+// freeRecv if there is one: a blocking receive allocates nothing.
+func (c *Comm) newRecv(src int, mctx uint8, tag int, buf []byte) *recvReq {
+	r := c.spareRecv.Swap(nil)
+	if r == nil {
+		return &recvReq{src: src, ctx: mctx, tag: tag, buf: buf}
+	}
+	r.src, r.ctx, r.tag, r.buf = src, mctx, tag, buf
+	r.st, r.err = Status{}, nil
+	r.done.Store(false)
+	return r
+}
+
+// freeRecv keeps r, the request of a blocking receive that has returned:
+// neither the posted queue (cancel, or the match, took it out under c.mu)
+// nor anything else refers to it any more.
+func (c *Comm) freeRecv(r *recvReq) {
+	r.buf = nil
+	c.spareRecv.Store(r)
 }
 
 func (c *Comm) waitRecv(ctx context.Context, r *recvReq) error {
