@@ -124,6 +124,9 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	}
 	c := &Comm{core: k, user: 0, coll: 1}
 	ep.SetAMHandler(amMsg, c.handleMsg)
+	if p, ok := ep.(transport.Placer); ok {
+		p.SetAMPlacer(amMsg, (*msgPlacer)(c))
+	}
 	ep.SetAMHandler(amWin, c.handleWin)
 	ep.SetFailureHandler(c.handleFailure)
 	ep.SetNoticeHandler(c.handleNotice)

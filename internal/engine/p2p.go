@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -35,8 +36,11 @@ type recvReq struct {
 	tag  int
 	buf  []byte
 	done atomic.Bool // set, under Comm.mu, after st and err: a waiter polls it without the lock
-	st   Status
-	err  error
+	// placed: buf is lent to the transport, which writes the payload of
+	// the message that matches into it (msgPlacer); under Comm.mu.
+	placed bool
+	st     Status
+	err    error
 }
 
 // remove deletes element i of s, keeping the order, and clears the slot
@@ -54,7 +58,11 @@ func matches(wantSrc, wantTag int, wantCtx uint8, src, tag int, ctx uint8) bool 
 
 // deliver completes r with m; the caller holds c.mu.
 func (r *recvReq) deliver(src, tag int, data []byte) {
-	n := copy(r.buf, data)
+	n := len(data)
+	if !r.placed || n == 0 || &data[0] != &r.buf[0] {
+		n = copy(r.buf, data) // else the transport wrote it in place
+	}
+	r.placed = false
 	r.st = Status{Source: src, Tag: tag, Count: n}
 	if len(data) > len(r.buf) {
 		r.err = ErrTruncate
@@ -224,18 +232,76 @@ func (c *Comm) post(r *recvReq) {
 // cancel removes r from the posted queue if it has not matched; it
 // reports whether r was cancelled.
 func (c *Comm) cancel(r *recvReq) bool {
+	for {
+		c.mu.Lock()
+		if r.done.Load() {
+			c.mu.Unlock()
+			return false
+		}
+		if !r.placed {
+			for i, p := range c.posted {
+				if p == r {
+					c.posted = remove(c.posted, i)
+					break
+				}
+			}
+			c.mu.Unlock()
+			return true
+		}
+		// The transport is writing a payload into r.buf: the message
+		// completes r, or the transport gives the buffer back, next.
+		c.mu.Unlock()
+		runtime.Gosched()
+	}
+}
+
+// msgPlacer is the transport.AMPlacer of two-sided messages: a message
+// whose receive is posted is written by the transport straight into the
+// receive's buffer, if it fits (shm writes large messages by single copy
+// that way), instead of into a buffer of the transport's that handleMsg
+// copies.
+type msgPlacer Comm
+
+// Place lends the buffer of the first posted receive that the message
+// matches, which handleMsg will match it with.
+func (p *msgPlacer) Place(src int, hdr []byte, n int) []byte {
+	c := (*Comm)(p)
+	if len(hdr) < msgHeaderLen {
+		return nil
+	}
+	ctx := hdr[0]
+	tag := int(int32(binary.LittleEndian.Uint32(hdr[4:8])))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.done.Load() {
-		return false
+	for _, r := range c.posted {
+		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
+			if n == 0 || len(r.buf) < n || r.placed {
+				return nil
+			}
+			r.placed = true
+			return r.buf[:n:n]
+		}
 	}
-	for i, p := range c.posted {
-		if p == r {
-			c.posted = remove(c.posted, i)
+	return nil
+}
+
+// Unplace takes back the buffer Place lent for the message.
+func (p *msgPlacer) Unplace(src int, hdr []byte) {
+	c := (*Comm)(p)
+	if len(hdr) < msgHeaderLen {
+		return
+	}
+	ctx := hdr[0]
+	tag := int(int32(binary.LittleEndian.Uint32(hdr[4:8])))
+	c.mu.Lock()
+	for _, r := range c.posted {
+		if r.placed && matches(r.src, r.tag, r.ctx, src, tag, ctx) {
+			r.placed = false
 			break
 		}
 	}
-	return true
+	c.mu.Unlock()
+	c.wake()
 }
 
 // recvDone reports whether r has matched (then its status and error are
@@ -275,7 +341,7 @@ func (c *Comm) newRecv(src int, mctx uint8, tag int, buf []byte) *recvReq {
 		return &recvReq{src: src, ctx: mctx, tag: tag, buf: buf}
 	}
 	r.src, r.ctx, r.tag, r.buf = src, mctx, tag, buf
-	r.st, r.err = Status{}, nil
+	r.st, r.err, r.placed = Status{}, nil, false
 	r.done.Store(false)
 	return r
 }

@@ -12,6 +12,7 @@ import (
 // handler.
 type Handlers struct {
 	am      [MaxAMID]atomic.Pointer[AMHandler]
+	placer  [MaxAMID]atomic.Pointer[AMPlacer]
 	notice  atomic.Pointer[NoticeHandler]
 	failure atomic.Pointer[FailureHandler]
 }
@@ -27,6 +28,30 @@ func (h *Handlers) SetAMHandler(id AMID, f AMHandler) {
 		return
 	}
 	h.am[id].Store(&f)
+}
+
+// SetAMPlacer installs p as the placer of the payloads of handler id; a
+// nil p removes it (Placer).
+func (h *Handlers) SetAMPlacer(id AMID, p AMPlacer) {
+	if id >= MaxAMID {
+		panic(fmt.Sprintf("transport: SetAMPlacer: AMID %d out of range", id))
+	}
+	if p == nil {
+		h.placer[id].Store(nil)
+		return
+	}
+	h.placer[id].Store(&p)
+}
+
+// AMPlacer returns the placer for id, or nil.
+func (h *Handlers) AMPlacer(id AMID) AMPlacer {
+	if id >= MaxAMID {
+		return nil
+	}
+	if p := h.placer[id].Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // SetNoticeHandler installs f as the handler for notices; a nil f removes

@@ -122,6 +122,30 @@ const MaxAMID = 16
 // call SendAM.
 type AMHandler func(src int, hdr, payload []byte)
 
+// An AMPlacer chooses where the payload of an active message is written,
+// for transports that write a large payload straight into place (shm's
+// single copy) instead of into a buffer of their own that the handler
+// then copies. Place is asked, on the goroutine that will run the AM
+// handler, with the message's source, header and payload length n; it
+// returns a buffer of length n, or nil to leave the payload to the
+// transport. A buffer it returns is lent to the transport until the
+// transport, next and for that message, either runs the AM handler with
+// that buffer as the payload (the payload is in it), or calls Unplace
+// (it could not write the payload there; the buffer may hold part of it,
+// and the message will be delivered later from a buffer of the
+// transport's). A transport may never ask.
+type AMPlacer interface {
+	Place(src int, hdr []byte, n int) []byte
+	Unplace(src int, hdr []byte)
+}
+
+// Placer is an Endpoint that may place payloads of active messages where
+// an AMPlacer says. Handlers provides it.
+type Placer interface {
+	// SetAMPlacer installs p for the messages of handler id; nil removes it.
+	SetAMPlacer(id AMID, p AMPlacer)
+}
+
 // NoticeHandler runs at the target once per notified operation, after the
 // operation is complete at the target, with the key of the region accessed.
 // Notices from one source are delivered in the order they were issued. The

@@ -167,15 +167,34 @@ func (e *Endpoint) remote(src int, rh *amRing, rec recHeader, b []byte) {
 		rh.storeRdv(seq<<1 | 1)
 		return
 	}
-	a := e.reassembly(src, int(n))
-	if err := cmaRead(e.pids[src], uintptr(addr), a.buf); err != nil {
+	// Read into the place the handler's side chooses (a posted receive's
+	// buffer: one copy in all), else into the source's reassembly buffer.
+	var dst []byte
+	p := e.AMPlacer(transport.AMID(rec.id))
+	if p != nil {
+		if dst = p.Place(src, hdr, int(n)); dst != nil && len(dst) != int(n) {
+			p.Unplace(src, hdr)
+			dst = nil
+		}
+	}
+	var a *assembly
+	if dst == nil {
+		a = e.reassembly(src, int(n))
+		dst = a.buf
+	}
+	if err := cmaRead(e.pids[src], uintptr(addr), dst); err != nil {
+		if a == nil {
+			p.Unplace(src, hdr)
+		}
 		e.cmaFailed(src, err)
 		rh.storeRdv(seq<<1 | 1)
 		return
 	}
 	rh.storeRdv(seq << 1)
-	e.deliverAM(src, rec.id, hdr, a.buf)
-	a.release()
+	e.deliverAM(src, rec.id, hdr, dst)
+	if a != nil {
+		a.release()
+	}
 }
 
 // cmaFailed notes, once per source, why a single-copy read failed, for

@@ -121,3 +121,75 @@ func TestNoSingleCopy(t *testing.T) {
 		t.Errorf("%d bytes of ring for a %d-byte message", used, len(msg))
 	}
 }
+
+// testPlacer lends buf for messages whose header's first byte is 1 and
+// records its calls.
+type testPlacer struct {
+	buf      []byte
+	placed   int
+	unplaced int
+}
+
+func (p *testPlacer) Place(src int, hdr []byte, n int) []byte {
+	if len(hdr) == 0 || hdr[0] != 1 || n > len(p.buf) {
+		return nil
+	}
+	p.placed++
+	return p.buf[:n]
+}
+
+func (p *testPlacer) Unplace(src int, hdr []byte) { p.unplaced++ }
+
+// TestSingleCopyPlaced: a single-copy payload goes where the placer
+// says, and the handler is given that buffer; a message the placer
+// declines comes in the transport's buffer; a read that fails gives the
+// buffer back (Unplace) and the message comes again through the ring,
+// in a buffer of the transport's.
+func TestSingleCopyPlaced(t *testing.T) {
+	if ok, why := CMAStatus(); !ok {
+		t.Skip("single copy not possible here:", why)
+	}
+	w := newAMWorld(t, Config{})
+	p := &testPlacer{buf: make([]byte, 4*cmaMin)}
+	inPlace := make(chan bool, 16)
+	w.eps[1].SetAMPlacer(3, p)
+	w.eps[1].SetAMHandler(3, func(src int, hdr, payload []byte) {
+		inPlace <- len(payload) > 0 && &payload[0] == &p.buf[0]
+		w.hdrs <- bytes.Clone(hdr)
+		w.got <- bytes.Clone(payload)
+	})
+	for i, c := range []struct {
+		hdr     byte
+		n       int
+		inPlace bool
+	}{{1, cmaMin, true}, {2, cmaMin, false}, {1, 8 * cmaMin, false}, {1, 3 * cmaMin, true}} {
+		msg := pattern(c.n, i)
+		if err := w.eps[0].SendAM(1, 3, []byte{c.hdr}, msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := w.next(t); !bytes.Equal(got, msg) {
+			t.Fatalf("message %d: payload differs", i)
+		}
+		if got := <-inPlace; got != c.inPlace {
+			t.Errorf("message %d (header %d, %d bytes): delivered in the placer's buffer %v, want %v", i, c.hdr, c.n, got, c.inPlace)
+		}
+	}
+	if p.placed != 2 || p.unplaced != 0 {
+		t.Errorf("%d placed, %d unplaced; want 2, 0", p.placed, p.unplaced)
+	}
+
+	w.eps[1].pids[0] = 1<<22 + 12345 // no such process: the read fails
+	msg := pattern(2*cmaMin, 9)
+	if err := w.eps[0].SendAM(1, 3, []byte{1}, msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := w.next(t); !bytes.Equal(got, msg) {
+		t.Fatal("message after a failed read: payload differs")
+	}
+	if <-inPlace {
+		t.Error("message after a failed read delivered in the placer's buffer")
+	}
+	if p.placed != 3 || p.unplaced != 1 {
+		t.Errorf("after a failed read: %d placed, %d unplaced; want 3, 1", p.placed, p.unplaced)
+	}
+}
