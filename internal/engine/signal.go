@@ -78,11 +78,13 @@ func (s *signal) broadcast() {
 const spinRounds = 8
 
 // spinFor re-checks cond, yielding to other goroutines between checks,
-// spinRounds times, and then, while the ranks of the host each have a
-// processor (Comm.spin is set), on for up to Comm.spin: the delivery of a
-// large transfer (a 1 MiB copy takes tens of microseconds) would otherwise
-// find the waiter parked, and waking it costs as much again. It reports
-// whether cond became true.
+// spinRounds times, and then gives up; unless the ranks of the host each
+// have a processor (Comm.spin is set): then it re-checks busily for up to
+// Comm.spin, yielding only every spinYieldEvery checks. The delivery of a
+// large transfer (a 1 MiB copy takes tens of microseconds) would
+// otherwise find the waiter parked, and waking it costs as much again;
+// and a yield costs the scheduler's global lock, which the peer's yields
+// contend for, more than a check. It reports whether cond became true.
 func (c *Comm) spinFor(cond func() bool) bool {
 	if c.spinRounds == 0 {
 		return false // NetPoll: sleep at once
@@ -92,21 +94,29 @@ func (c *Comm) spinFor(cond func() bool) bool {
 		if cond() {
 			return true
 		}
-		if i >= c.spinRounds {
-			if c.spin == 0 {
+		if c.spin == 0 {
+			if i >= c.spinRounds {
 				return false
 			}
-			if i&15 == 0 {
-				if now := time.Now(); start.IsZero() {
-					start = now
-				} else if now.Sub(start) > c.spin {
-					return false
-				}
+			runtime.Gosched()
+			continue
+		}
+		if i&15 == 15 {
+			if now := time.Now(); start.IsZero() {
+				start = now
+			} else if now.Sub(start) > c.spin {
+				return false
 			}
 		}
-		runtime.Gosched()
+		if i%spinYieldEvery == spinYieldEvery-1 {
+			runtime.Gosched() // other goroutines of this processor
+		}
 	}
 }
+
+// spinYieldEvery is how often a waiter with a processor of its own
+// yields while it spins.
+const spinYieldEvery = 64
 
 // wait blocks until cond returns true, ctx is done or the job is aborted.
 // cond is called without locks held by wait; it must be cheap.
