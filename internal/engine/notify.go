@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
-	"github.com/narma-rma/narma/internal/match"
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
@@ -16,8 +14,8 @@ import (
 // delivers to handleNotice at the target after the operation's data. What
 // happens then depends on its kind:
 //
-//   - tag: (source, tag) goes into the window's inbox, a short
-//     mutex-guarded buffer that any goroutine may append to. The target
+//   - tag: (source, tag) goes into the window's inbox (inbox.go), which
+//     any goroutine may append to without a lock. The target
 //     drains it into its match.Queue when it tests a request, so matching
 //     itself runs on the target's goroutine only, without locks (the
 //     paper's design: the NIC enqueues, the target matches in Test/Wait);
@@ -30,51 +28,6 @@ import (
 
 // MaxTag is the largest tag a notice or message may carry.
 const MaxTag = 1<<31 - 1
-
-// noticeEntry is a tag notice waiting in an inbox.
-type noticeEntry struct{ src, tag int32 }
-
-// inbox collects tag notices from any goroutine. The target swaps the
-// buffer out under the mutex and feeds its match.Queue from it, so
-// steady-state pushes and drains allocate nothing.
-type inbox struct {
-	mu    sync.Mutex
-	buf   []noticeEntry
-	n     atomic.Int32 // len(buf), readable without the mutex
-	spare []noticeEntry
-}
-
-func (b *inbox) push(src, tag int32) {
-	b.mu.Lock()
-	b.buf = append(b.buf, noticeEntry{src, tag})
-	b.n.Store(int32(len(b.buf)))
-	b.mu.Unlock()
-}
-
-// drainFor moves every queued notice, in arrival order, into q, except
-// that the notices request r matches, up to its count, go straight to r.
-// The caller has taken from q everything r matches there, so these are
-// the oldest matching notices, and the order of the rest is unchanged.
-// Only the window's owner calls it.
-func (b *inbox) drainFor(q *match.Queue, r *Request) {
-	if b.n.Load() == 0 {
-		return
-	}
-	b.mu.Lock()
-	got := b.buf
-	b.buf = b.spare[:0]
-	b.n.Store(0)
-	b.mu.Unlock()
-	for _, e := range got {
-		if r.matched < r.count && (r.src == AnySource || r.src == e.src) && (r.tag == AnyTag || r.tag == e.tag) {
-			r.matched++
-			r.st = Status{Source: int(e.src), Tag: int(e.tag)}
-			continue
-		}
-		q.Push(e.src, e.tag)
-	}
-	b.spare = got[:0]
-}
 
 // counterSet is a window's notification counters; it is replaced as a
 // whole by SetCounters.

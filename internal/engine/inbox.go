@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/narma-rma/narma/internal/match"
+)
+
+// noticeEntry is a tag notice waiting in an inbox.
+type noticeEntry struct{ src, tag int32 }
+
+// inboxSlots is the capacity of an inbox's ring (a power of two).
+const inboxSlots = 128
+
+// inbox collects the tag notices of a window from any goroutine, for the
+// window's owner, in arrival order. Notices go into a bounded ring of
+// slots without a lock: a producer claims a position with a
+// compare-and-swap and publishes its slot with a store of the slot's
+// sequence, the owner takes slots in order. When the ring is full they go
+// to an overflow buffer under a mutex, and keep going there, so that the
+// notices of one producer stay in order, until the owner has taken the
+// overflow. Nothing allocates once the overflow buffer has grown. The
+// zero value is an empty inbox.
+type inbox struct {
+	enq atomic.Uint64 // next position to claim
+	_   [56]byte
+	deq uint64 // next position to take; the owner's only
+	_   [56]byte
+
+	ring [inboxSlots]inboxSlot
+
+	over  atomic.Bool // notices go to buf: the ring filled and buf was not taken since
+	mu    sync.Mutex
+	buf   []noticeEntry
+	spare []noticeEntry
+}
+
+// inboxSlot holds the notice of position pos = lap*inboxSlots + i when
+// seq is lap<<1|1, and is free for it when seq is lap<<1.
+type inboxSlot struct {
+	seq      atomic.Uint64
+	src, tag int32
+}
+
+// push appends a notice.
+func (b *inbox) push(src, tag int32) {
+	if !b.over.Load() && b.tryRing(src, tag) {
+		return
+	}
+	b.mu.Lock()
+	b.over.Store(true)
+	b.buf = append(b.buf, noticeEntry{src, tag})
+	b.mu.Unlock()
+}
+
+// tryRing puts a notice in the ring; it reports false if the ring is full.
+func (b *inbox) tryRing(src, tag int32) bool {
+	for {
+		pos := b.enq.Load()
+		s := &b.ring[pos%inboxSlots]
+		free := pos / inboxSlots << 1
+		switch seq := s.seq.Load(); {
+		case seq == free:
+			if b.enq.CompareAndSwap(pos, pos+1) {
+				s.src, s.tag = src, tag
+				s.seq.Store(free | 1)
+				return true
+			}
+		case seq < free:
+			return false // the slot still holds a notice of the last lap
+		}
+		// Another producer took pos: try the next one.
+	}
+}
+
+// pending reports whether a notice waits (for the owner: exactly; for
+// others, a hint).
+func (b *inbox) pending() bool {
+	return b.over.Load() || b.ring[b.deq%inboxSlots].seq.Load() == b.deq/inboxSlots<<1|1
+}
+
+// take calls f for every waiting notice, in arrival order; the owner only.
+func (b *inbox) take(f func(noticeEntry)) {
+	for {
+		s := &b.ring[b.deq%inboxSlots]
+		lap := b.deq / inboxSlots
+		if s.seq.Load() != lap<<1|1 {
+			break
+		}
+		e := noticeEntry{s.src, s.tag}
+		s.seq.Store((lap + 1) << 1)
+		b.deq++
+		f(e)
+	}
+	if !b.over.Load() {
+		return
+	}
+	// The ring holds nothing older than the overflow now: notices went
+	// to the overflow only while the ring was full or the overflow not
+	// yet taken, and the ring was emptied above.
+	b.mu.Lock()
+	got := b.buf
+	b.buf = b.spare[:0]
+	b.over.Store(false)
+	b.mu.Unlock()
+	for _, e := range got {
+		f(e)
+	}
+	b.spare = got[:0]
+}
+
+// drainFor moves every queued notice, in arrival order, into q, except
+// that the notices request r matches, up to its count, go straight to r.
+// The caller has taken from q everything r matches there, so these are
+// the oldest matching notices, and the order of the rest is unchanged.
+// Only the window's owner calls it.
+func (b *inbox) drainFor(q *match.Queue, r *Request) {
+	if !b.pending() {
+		return
+	}
+	b.take(func(e noticeEntry) {
+		if r.matched < r.count && (r.src == AnySource || r.src == e.src) && (r.tag == AnyTag || r.tag == e.tag) {
+			r.matched++
+			r.st = Status{Source: int(e.src), Tag: int(e.tag)}
+			return
+		}
+		q.Push(e.src, e.tag)
+	})
+}
