@@ -71,16 +71,24 @@ func (r *recvReq) deliver(src, tag int, data []byte) {
 	r.done.Store(true)
 }
 
+// parseMsgHeader returns the context and tag of a message's header; ok
+// is false if the header is too short.
+func parseMsgHeader(hdr []byte) (ctx uint8, tag int, ok bool) {
+	if len(hdr) < msgHeaderLen {
+		return 0, 0, false
+	}
+	return hdr[0], int(int32(binary.LittleEndian.Uint32(hdr[4:8]))), true
+}
+
 // handleMsg runs for every incoming two-sided message. Messages from one
 // source arrive in send order (a transport guarantee), posted receives are
 // scanned in posting order and unexpected messages kept in arrival order:
 // together that is MPI's non-overtaking rule.
 func (c *Comm) handleMsg(src int, hdr, payload []byte) {
-	if len(hdr) < msgHeaderLen {
+	ctx, tag, ok := parseMsgHeader(hdr)
+	if !ok {
 		return
 	}
-	ctx := hdr[0]
-	tag := int(int32(binary.LittleEndian.Uint32(hdr[4:8])))
 	c.mu.Lock()
 	for i, r := range c.posted {
 		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
@@ -266,11 +274,10 @@ type msgPlacer Comm
 // matches, which handleMsg will match it with.
 func (p *msgPlacer) Place(src int, hdr []byte, n int) []byte {
 	c := (*Comm)(p)
-	if len(hdr) < msgHeaderLen {
+	ctx, tag, ok := parseMsgHeader(hdr)
+	if !ok {
 		return nil
 	}
-	ctx := hdr[0]
-	tag := int(int32(binary.LittleEndian.Uint32(hdr[4:8])))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.posted {
@@ -288,11 +295,10 @@ func (p *msgPlacer) Place(src int, hdr []byte, n int) []byte {
 // Unplace takes back the buffer Place lent for the message.
 func (p *msgPlacer) Unplace(src int, hdr []byte) {
 	c := (*Comm)(p)
-	if len(hdr) < msgHeaderLen {
+	ctx, tag, ok := parseMsgHeader(hdr)
+	if !ok {
 		return
 	}
-	ctx := hdr[0]
-	tag := int(int32(binary.LittleEndian.Uint32(hdr[4:8])))
 	c.mu.Lock()
 	for _, r := range c.posted {
 		if r.placed && matches(r.src, r.tag, r.ctx, src, tag, ctx) {

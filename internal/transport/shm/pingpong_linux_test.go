@@ -46,93 +46,67 @@ func BenchmarkNotifiedPutPingPong(b *testing.B) {
 	data := make([]byte, 8)
 	b.Run("flag", func(b *testing.B) {
 		flags := [2]*uint64{(*uint64)(unsafe.Pointer(&bufs[0][0])), (*uint64)(unsafe.Pointer(&bufs[1][0]))}
-		side := func(me, n int, done chan<- struct{}) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+		pingPong(b, func(me int, k uint64) {
 			dst := regs[me].(*region).mem
-			peerFlag := (*uint64)(unsafe.Pointer(&dst[0]))
-			for k := uint64(1); k <= uint64(n); k++ {
-				if me == 0 {
-					copy(dst[2048:], data)
-					mem.StoreRelease64(peerFlag, k)
-				}
-				for atomic.LoadUint64(flags[me]) < k {
-				}
-				if me == 1 {
-					copy(dst[2048:], data)
-					mem.StoreRelease64(peerFlag, k)
-				}
+			copy(dst[2048:], data)
+			mem.StoreRelease64((*uint64)(unsafe.Pointer(&dst[0])), k)
+		}, func(me int, k uint64) {
+			for atomic.LoadUint64(flags[me]) < k {
 			}
-			if done != nil {
-				close(done)
-			}
-		}
-		done := make(chan struct{})
-		b.ResetTimer()
-		go side(1, b.N, done)
-		side(0, b.N, nil)
-		<-done
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/half")
+		})
 	})
 	b.Run("put-notify", func(b *testing.B) {
-		var got [2]int
+		var got [2]atomic.Uint64
 		for i := range eps {
-			eps[i].SetNoticeHandler(func(int, transport.Key, transport.Notice) { got[i]++ })
+			eps[i].SetNoticeHandler(func(int, transport.Key, transport.Notice) { got[i].Add(1) })
 		}
-		side := func(me, n int, done chan<- struct{}) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			for k := 1; k <= n; k++ {
-				if me == 0 {
-					regs[me].Put(2048, data, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil)
-				}
-				for got[me] < k {
-					eps[me].PollNotices(nil)
-				}
-				if me == 1 {
-					regs[me].Put(2048, data, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil)
-				}
+		pingPong(b, func(me int, k uint64) {
+			regs[me].Put(2048, data, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil)
+		}, func(me int, k uint64) {
+			for got[me].Load() < k {
+				eps[me].PollNotices(nil)
 			}
-			if done != nil {
-				close(done)
-			}
-		}
-		done := make(chan struct{})
-		b.ResetTimer()
-		go side(1, b.N, done)
-		side(0, b.N, nil)
-		<-done
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/half")
+		})
 	})
 	b.Run("send-am", func(b *testing.B) {
-		var got [2]int
+		var got [2]atomic.Uint64
 		for i := range eps {
-			eps[i].SetAMHandler(5, func(int, []byte, []byte) { got[i]++ })
+			eps[i].SetAMHandler(5, func(int, []byte, []byte) { got[i].Add(1) })
 		}
 		hdr := make([]byte, 8)
-		side := func(me, n int, done chan<- struct{}) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			for k := 1; k <= n; k++ {
-				if me == 0 {
-					eps[me].SendAM(1, 5, hdr, data)
-				}
-				for got[me] < k {
-					eps[me].Poll()
-				}
-				if me == 1 {
-					eps[me].SendAM(0, 5, hdr, data)
-				}
+		pingPong(b, func(me int, k uint64) {
+			eps[me].SendAM(1-me, 5, hdr, data)
+		}, func(me int, k uint64) {
+			for got[me].Load() < k {
+				eps[me].Poll()
 			}
-			if done != nil {
-				close(done)
+		})
+	})
+}
+
+// pingPong runs b.N round trips between rank 0, on the caller's thread,
+// and rank 1, on a thread of its own: rank 0 sends (send), rank 1 waits
+// for message k (wait) and answers, rank 0 waits for the answer. It
+// reports the half round trip.
+func pingPong(b *testing.B, send, wait func(me int, k uint64)) {
+	side := func(me int, done chan<- struct{}) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for k := uint64(1); k <= uint64(b.N); k++ {
+			if me == 0 {
+				send(0, k)
+			}
+			wait(me, k)
+			if me == 1 {
+				send(1, k)
 			}
 		}
-		done := make(chan struct{})
-		b.ResetTimer()
-		go side(1, b.N, done)
-		side(0, b.N, nil)
-		<-done
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/half")
-	})
+		close(done)
+	}
+	d0, d1 := make(chan struct{}), make(chan struct{})
+	b.ResetTimer()
+	go side(1, d1)
+	side(0, d0)
+	<-d1
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/half")
 }
