@@ -154,9 +154,8 @@ func runLogGP(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	k = max(k, 2)
 	ctx := c.Context()
 	nmax := sizes[len(sizes)-1] / 8
-	p := &pingPong{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), peer: 1 - c.Rank(),
-		flag: nmax, sig: nmax + 1, msg: make([]int64, nmax), in: make([]int64, nmax)}
-	if p.w, err = narma.Allocate[int64](ctx, c, nmax+2, narma.WithStrategy(cfg.Strategy)); err != nil {
+	p, err := newPingPong(c, cfg, nmax)
+	if err != nil {
 		return nil, err
 	}
 	l := &loggp{pingPong: p, k: k}

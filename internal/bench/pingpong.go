@@ -53,7 +53,12 @@ var ppVariants = []ppVariant{
 // Hoefler's Fig. 3: ranks 0 and 1 bounce a message back and forth, and
 // each message is known to have arrived at its target before the target
 // answers. Every variant checks every message: its first and last words
-// carry a stamp that changes with every message.
+// carry a stamp that changes with every message. The check of a received
+// message comes after the answer is sent, off the round trip's path, as
+// the references of the machine's floor and of Open MPI, which do not
+// read the data, have it: messages rotate through ppSlots areas of the
+// window, so that the peer writes a message's area again only after this
+// rank's next answer, that is after the check.
 func PingPong() Experiment {
 	return Experiment{
 		Name:     "pingpong",
@@ -73,6 +78,7 @@ type pingPong struct {
 	variant  string
 	w        *narma.Win[int64]
 	me, peer int
+	nmax     int     // words of the largest message: the size of a slot
 	flag     int     // displacement of put-flag's flag word
 	sig      int     // displacement of signal's signal word
 	msg      []int64 // outgoing messages of the put variants and send-recv
@@ -83,6 +89,39 @@ type pingPong struct {
 	counted  uint64 // counter notices received so far
 	unread   bool   // get-notify: the peer has not yet read our message
 	stamps   int64  // messages stamped so far, by both ranks
+
+	// The received message to check after the answer (expect, verify).
+	pending      []int64
+	pendingStamp int64
+}
+
+// newPingPong returns a rank's state for ping-pongs of up to nmax words,
+// with its window: the message areas, put-flag's flag word, signal's
+// word.
+func newPingPong(c *narma.Comm, cfg Config, nmax int) (*pingPong, error) {
+	p := &pingPong{c: c, ctx: c.Context(), cfg: cfg, me: c.Rank(), peer: 1 - c.Rank(), nmax: nmax,
+		flag: ppSlots * nmax, sig: ppSlots*nmax + 1, msg: make([]int64, nmax), in: make([]int64, nmax)}
+	var err error
+	if p.w, err = narma.Allocate[int64](p.ctx, c, ppSlots*nmax+2, narma.WithStrategy(cfg.Strategy)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ppSlots is how many message areas the window holds. A rank checks
+// message k after it has sent k+1 (the responder) or k+2 (rank 0, which
+// sends before it checks); the peer writes k's area again with k+ppSlots,
+// which needs this rank's answer after that check.
+const ppSlots = 4
+
+// at returns the displacement of the area of the message stamped stamp.
+func (p *pingPong) at(stamp int64) int { return int(stamp%ppSlots) * p.nmax }
+
+// area returns the n words of this rank's window where the message
+// stamped stamp arrives.
+func (p *pingPong) area(n int, stamp int64) []int64 {
+	a := p.at(stamp)
+	return p.w.Local()[a : a+n]
 }
 
 // itersFor is the default number of round trips per round at size bytes:
@@ -102,10 +141,8 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	variants := selectedEntries(e, cfg, ppVariants)
 	ctx := c.Context()
 	nmax := slices.Max(sizes) / 8
-	p := &pingPong{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), peer: 1 - c.Rank(),
-		flag: nmax, sig: nmax + 1, msg: make([]int64, nmax), in: make([]int64, nmax)}
-	// The window: the message area, put-flag's flag word, signal's word.
-	if p.w, err = narma.Allocate[int64](ctx, c, nmax+2, narma.WithStrategy(cfg.Strategy)); err != nil {
+	p, err := newPingPong(c, cfg, nmax)
+	if err != nil {
 		return nil, err
 	}
 	if err := p.w.SetCounters(ctx, 1); err != nil {
@@ -180,11 +217,15 @@ func (p *pingPong) measure(v ppVariant, n, iters int) (time.Duration, error) {
 		var err error
 		if p.me == 0 {
 			if err = v.send(p, n, ping); err == nil {
-				err = v.recv(p, n, pong)
+				if err = p.verify(); err == nil {
+					err = v.recv(p, n, pong)
+				}
 			}
 		} else {
 			if err = v.recv(p, n, ping); err == nil {
-				err = v.send(p, n, pong)
+				if err = v.send(p, n, pong); err == nil {
+					err = p.verify()
+				}
 			}
 		}
 		if err != nil {
@@ -192,6 +233,9 @@ func (p *pingPong) measure(v ppVariant, n, iters int) (time.Duration, error) {
 		}
 	}
 	d := time.Since(start)
+	if err := p.verify(); err != nil {
+		return 0, p.errorf("%s: %w", FormatSize(8*n), err)
+	}
 	if v.close != nil {
 		if err := v.close(p); err != nil {
 			return 0, p.errorf("close: %w", err)
@@ -211,6 +255,23 @@ func (p *pingPong) stamp(msg []int64, stamp int64) {
 	if p.cfg.Corrupt != nil {
 		p.cfg.Corrupt(p.variant, msg)
 	}
+}
+
+// expect notes that msg, received, must be the message stamped stamp;
+// verify checks it after the answer.
+func (p *pingPong) expect(msg []int64, stamp int64) error {
+	p.pending, p.pendingStamp = msg, stamp
+	return nil
+}
+
+// verify checks the message expect noted, if any.
+func (p *pingPong) verify() error {
+	if p.pending == nil {
+		return nil
+	}
+	msg := p.pending
+	p.pending = nil
+	return p.check(msg, p.pendingStamp)
 }
 
 // check verifies that msg is the message stamped stamp.
@@ -237,7 +298,7 @@ func recvMsg(p *pingPong, n int, stamp int64) error {
 	if st.Count != 8*n {
 		return fmt.Errorf("message %d of %d bytes, want %d", stamp, st.Count, 8*n)
 	}
-	return p.check(p.in[:n], stamp)
+	return p.expect(p.in[:n], stamp)
 }
 
 // fence: one Fence per message on both ranks; the sender puts before it,
@@ -247,7 +308,7 @@ func fenceOpen(p *pingPong) error { return p.w.Fence(p.ctx, narma.NoPrecede) }
 
 func fenceSend(p *pingPong, n int, stamp int64) error {
 	p.stamp(p.msg[:n], stamp)
-	if err := p.w.Put(p.msg[:n], p.peer, 0); err != nil {
+	if err := p.w.Put(p.msg[:n], p.peer, p.at(stamp)); err != nil {
 		return err
 	}
 	return p.w.Fence(p.ctx, 0)
@@ -257,7 +318,7 @@ func fenceRecv(p *pingPong, n int, stamp int64) error {
 	if err := p.w.Fence(p.ctx, 0); err != nil {
 		return err
 	}
-	return p.check(p.w.Local()[:n], stamp)
+	return p.expect(p.area(n, stamp), stamp)
 }
 
 func fenceClose(p *pingPong) error { return p.w.Fence(p.ctx, narma.NoSucceed) }
@@ -272,7 +333,7 @@ func pscwSend(p *pingPong, n int, stamp int64) error {
 	if err := p.w.Start(p.ctx, []int{p.peer}, 0); err != nil {
 		return err
 	}
-	if err := p.w.Put(p.msg[:n], p.peer, 0); err != nil {
+	if err := p.w.Put(p.msg[:n], p.peer, p.at(stamp)); err != nil {
 		return err
 	}
 	return p.w.Complete(p.ctx)
@@ -282,7 +343,7 @@ func pscwRecv(p *pingPong, n int, stamp int64) error {
 	if err := p.w.Wait(p.ctx); err != nil {
 		return err
 	}
-	if err := p.check(p.w.Local()[:n], stamp); err != nil {
+	if err := p.expect(p.area(n, stamp), stamp); err != nil {
 		return err
 	}
 	return p.w.Post([]int{p.peer}, 0)
@@ -312,7 +373,7 @@ func unlockAll(p *pingPong) error { return p.w.UnlockAll(p.ctx) }
 
 func flagSend(p *pingPong, n int, stamp int64) error {
 	p.stamp(p.msg[:n], stamp)
-	if err := p.w.Put(p.msg[:n], p.peer, 0); err != nil {
+	if err := p.w.Put(p.msg[:n], p.peer, p.at(stamp)); err != nil {
 		return err
 	}
 	if err := p.w.Flush(p.ctx, p.peer); err != nil {
@@ -342,14 +403,14 @@ func flagRecv(p *pingPong, n int, stamp int64) error {
 	if err != nil {
 		return err
 	}
-	return p.check(p.w.Local()[:n], stamp)
+	return p.expect(p.area(n, stamp), stamp)
 }
 
 // put-notify
 
 func notifySend(p *pingPong, n int, stamp int64) error {
 	p.stamp(p.msg[:n], stamp)
-	if err := p.w.PutNotify(p.msg[:n], p.peer, 0, narma.Tag(tagData)); err != nil {
+	if err := p.w.PutNotify(p.msg[:n], p.peer, p.at(stamp), narma.Tag(tagData)); err != nil {
 		return err
 	}
 	return p.w.Flush(p.ctx, p.peer)
@@ -359,7 +420,7 @@ func notifyRecv(p *pingPong, n int, stamp int64) error {
 	if err := wait(p.ctx, p.data); err != nil {
 		return err
 	}
-	return p.check(p.w.Local()[:n], stamp)
+	return p.expect(p.area(n, stamp), stamp)
 }
 
 // wait arms a persistent notification request and waits for its notice.
@@ -384,7 +445,7 @@ func getSend(p *pingPong, n int, stamp int64) error {
 		}
 		p.unread = false
 	}
-	p.stamp(p.w.Local()[:n], stamp)
+	p.stamp(p.area(n, stamp), stamp)
 	if err := p.w.PutNotify(nil, p.peer, 0, narma.Tag(tagReady)); err != nil {
 		return err
 	}
@@ -396,13 +457,13 @@ func getRecv(p *pingPong, n int, stamp int64) error {
 	if err := wait(p.ctx, p.ready); err != nil {
 		return err
 	}
-	if err := p.w.GetNotify(p.in[:n], p.peer, 0, narma.Tag(tagRead)); err != nil {
+	if err := p.w.GetNotify(p.in[:n], p.peer, p.at(stamp), narma.Tag(tagRead)); err != nil {
 		return err
 	}
 	if err := p.w.Flush(p.ctx, p.peer); err != nil {
 		return err
 	}
-	return p.check(p.in[:n], stamp)
+	return p.expect(p.in[:n], stamp)
 }
 
 // getClose waits until the last message has been read: the window's
@@ -421,7 +482,7 @@ func getClose(p *pingPong) error {
 
 func counterSend(p *pingPong, n int, stamp int64) error {
 	p.stamp(p.msg[:n], stamp)
-	if err := p.w.PutNotify(p.msg[:n], p.peer, 0, narma.Counter(0)); err != nil {
+	if err := p.w.PutNotify(p.msg[:n], p.peer, p.at(stamp), narma.Counter(0)); err != nil {
 		return err
 	}
 	return p.w.Flush(p.ctx, p.peer)
@@ -432,14 +493,14 @@ func counterRecv(p *pingPong, n int, stamp int64) error {
 	if err := p.w.WaitCounter(p.ctx, 0, p.counted); err != nil {
 		return err
 	}
-	return p.check(p.w.Local()[:n], stamp)
+	return p.expect(p.area(n, stamp), stamp)
 }
 
 // signal: the signal word is set to the stamp.
 
 func signalSend(p *pingPong, n int, stamp int64) error {
 	p.stamp(p.msg[:n], stamp)
-	if err := p.w.PutNotify(p.msg[:n], p.peer, 0, narma.Signal(p.sig, uint64(stamp), narma.SignalSet)); err != nil {
+	if err := p.w.PutNotify(p.msg[:n], p.peer, p.at(stamp), narma.Signal(p.sig, uint64(stamp), narma.SignalSet)); err != nil {
 		return err
 	}
 	return p.w.Flush(p.ctx, p.peer)
@@ -453,7 +514,7 @@ func signalRecv(p *pingPong, n int, stamp int64) error {
 	if v != uint64(stamp) {
 		return fmt.Errorf("signal %d while waiting for message %d", v, stamp)
 	}
-	return p.check(p.w.Local()[:n], stamp)
+	return p.expect(p.area(n, stamp), stamp)
 }
 
 // unsync: the receiver spins on the first and last word of the message
@@ -463,14 +524,14 @@ func signalRecv(p *pingPong, n int, stamp int64) error {
 
 func unsyncSend(p *pingPong, n int, stamp int64) error {
 	p.stamp(p.msg[:n], stamp)
-	if err := p.w.Put(p.msg[:n], p.peer, 0); err != nil {
+	if err := p.w.Put(p.msg[:n], p.peer, p.at(stamp)); err != nil {
 		return err
 	}
 	return p.w.Flush(p.ctx, p.peer)
 }
 
 func unsyncRecv(p *pingPong, n int, stamp int64) error {
-	msg := p.w.Local()[:n]
+	msg := p.area(n, stamp)
 	// A look is up to 64 spins, the pauses of poll come between them.
 	return poll(p.ctx, func() (bool, error) {
 		for range 64 {

@@ -21,7 +21,10 @@
  * rounds of ITERS round trips of every variant in turn; rank 0 prints one
  * CSV line per variant and size with the median half round trip in ns.
  * Every message carries a stamp in its first and last words, which the
- * target checks; a wrong one aborts the run. After the CSV header,
+ * target checks; a wrong one aborts the run. As in pingpong.go, the check
+ * comes after the answer is sent, off the round trip's path: messages
+ * rotate through SLOTS areas of the windows, so that the peer writes a
+ * message's area again only after the check. After the CSV header,
  * "# config" lines say how each variant calls MPI.
  */
 #include "common.h"
@@ -40,6 +43,11 @@ static void stamp(int64_t *m, long n, int64_t s)
 	m[n - 1] = s;
 }
 
+/* A message rotates through SLOTS areas of nmax words: slot(s) is the
+ * word offset of the area of the message stamped s. */
+#define SLOTS 4
+static long slot(int64_t s) { return (long)(s % SLOTS) * nmax; }
+
 static void check(const int64_t *m, long n, int64_t s, const char *variant)
 {
 	if (m[0] != s || m[n - 1] != s) {
@@ -49,12 +57,32 @@ static void check(const int64_t *m, long n, int64_t s, const char *variant)
 	}
 }
 
+/* expect notes the received message to check after the answer; verify
+ * checks it. */
+static const int64_t *pend;
+static long pend_n;
+static int64_t pend_s;
+static const char *pend_v;
+static void expect(const int64_t *m, long n, int64_t s, const char *variant)
+{
+	pend = m;
+	pend_n = n;
+	pend_s = s;
+	pend_v = variant;
+}
+static void verify(void)
+{
+	if (pend)
+		check(pend, pend_n, pend_s, pend_v);
+	pend = NULL;
+}
+
 /* send-recv */
 static void sr_send(long n, int64_t s) { stamp(msg, n, s); MPI_Send(msg, n, MPI_INT64_T, peer, 1, MPI_COMM_WORLD); }
 static void sr_recv(long n, int64_t s)
 {
 	MPI_Recv(in, n, MPI_INT64_T, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	check(in, n, s, "mpi-send-recv");
+	expect(in, n, s, "mpi-send-recv");
 }
 
 /* put-flag: the stamps only grow, so the flag is the stamp itself. */
@@ -63,13 +91,13 @@ static void flag_close(void) { MPI_Win_unlock_all(fw.win); }
 static void flag_send(long n, int64_t s)
 {
 	stamp(msg, n, s);
-	flagwin_put(&fw, msg, n, 0, peer);
+	flagwin_put(&fw, msg, n, slot(s), peer);
 	flagwin_raise(&fw, peer, s);
 }
 static void flag_recv(long n, int64_t s)
 {
 	flagwin_wait(&fw, me, s);
-	check(fw.base + FLAG_WORDS, n, s, "mpi-put-flag");
+	expect(fw.base + FLAG_WORDS + slot(s), n, s, "mpi-put-flag");
 }
 
 /* pscw */
@@ -78,13 +106,13 @@ static void pscw_send(long n, int64_t s)
 {
 	stamp(msg, n, s);
 	MPI_Win_start(gpeer, 0, win);
-	MPI_Put(msg, n, MPI_INT64_T, peer, 0, n, MPI_INT64_T, win);
+	MPI_Put(msg, n, MPI_INT64_T, peer, slot(s), n, MPI_INT64_T, win);
 	MPI_Win_complete(win);
 }
 static void pscw_recv(long n, int64_t s)
 {
 	MPI_Win_wait(win);
-	check(base, n, s, "mpi-pscw");
+	expect(base + slot(s), n, s, "mpi-pscw");
 	MPI_Win_post(gpeer, 0, win);
 }
 /* An empty access epoch ends the peer's exposure epoch still posted. */
@@ -101,13 +129,13 @@ static void fence_close(void) { MPI_Win_fence(MPI_MODE_NOSUCCEED, win); }
 static void fence_send(long n, int64_t s)
 {
 	stamp(msg, n, s);
-	MPI_Put(msg, n, MPI_INT64_T, peer, 0, n, MPI_INT64_T, win);
+	MPI_Put(msg, n, MPI_INT64_T, peer, slot(s), n, MPI_INT64_T, win);
 	MPI_Win_fence(0, win);
 }
 static void fence_recv(long n, int64_t s)
 {
 	MPI_Win_fence(0, win);
-	check(base, n, s, "mpi-fence");
+	expect(base + slot(s), n, s, "mpi-fence");
 }
 
 struct variant {
@@ -139,13 +167,16 @@ static double measure(const struct variant *v, long n, int iters)
 		stamps += 2;
 		if (me == 0) {
 			v->send(n, ping);
+			verify();
 			v->recv(n, pong);
 		} else {
 			v->recv(n, ping);
 			v->send(n, pong);
+			verify();
 		}
 	}
 	double t = MPI_Wtime() - t0;
+	verify();
 	if (v->close)
 		v->close();
 	return t * 1e9;
@@ -170,9 +201,9 @@ int main(int argc, char **argv)
 	in = calloc(nmax, 8);
 	if (!msg || !in)
 		die("out of memory");
-	MPI_Win_allocate(nmax * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
-	memset(base, 0, nmax * 8);
-	flagwin_alloc(&fw, nmax);
+	MPI_Win_allocate(SLOTS * nmax * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+	memset(base, 0, SLOTS * nmax * 8);
+	flagwin_alloc(&fw, SLOTS * nmax);
 	MPI_Group world;
 	MPI_Comm_group(MPI_COMM_WORLD, &world);
 	MPI_Group_incl(world, 1, &peer, &gpeer);
