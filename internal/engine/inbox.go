@@ -93,12 +93,14 @@ func (b *inbox) take(f func(noticeEntry)) {
 		b.deq++
 		f(e)
 	}
-	if !b.over.Load() {
+	// The overflow is taken only when the ring holds nothing, published
+	// or claimed: a producer's notices went to the overflow only once the
+	// ring was full or the overflow not yet taken, so its older ones may
+	// still be in the ring, behind a slot another producer has claimed
+	// and not yet published. Those must come out first.
+	if !b.over.Load() || b.deq != b.enq.Load() {
 		return
 	}
-	// The ring holds nothing older than the overflow now: notices went
-	// to the overflow only while the ring was full or the overflow not
-	// yet taken, and the ring was emptied above.
 	b.mu.Lock()
 	got := b.buf
 	b.buf = b.spare[:0]

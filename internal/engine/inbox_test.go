@@ -119,3 +119,31 @@ func FuzzInbox(f *testing.F) {
 		}
 	})
 }
+
+// TestInboxClaimedSlot: a producer's notices in the ring behind a slot
+// that another producer has claimed and not yet published come out
+// before that producer's later notices in the overflow.
+func TestInboxClaimedSlot(t *testing.T) {
+	var b inbox
+	b.enq.Store(1) // producer 9 claimed position 0 and has not published it
+	for i := range inboxSlots + 1 {
+		b.push(1, int32(i)) // positions 1..inboxSlots-1, then the overflow
+	}
+	if !b.over.Load() {
+		t.Fatal("the ring did not overflow")
+	}
+	if got := takeAll(&b); len(got) != 0 {
+		t.Fatalf("took %v before the claimed slot was published", got)
+	}
+	b.ring[0].src, b.ring[0].tag = 9, 0
+	b.ring[0].seq.Store(1) // published
+	got := takeAll(&b)
+	if len(got) != inboxSlots+2 || got[0] != (noticeEntry{9, 0}) {
+		t.Fatalf("took %d notices, first %v; want %d, first {9 0}", len(got), got[0], inboxSlots+2)
+	}
+	for i, e := range got[1:] {
+		if e != (noticeEntry{1, int32(i)}) {
+			t.Fatalf("notice %d of producer 1 is %v", i, e)
+		}
+	}
+}
