@@ -2,6 +2,7 @@ package shm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 	"time"
 )
@@ -52,14 +53,14 @@ func TestSingleCopy(t *testing.T) {
 		t.Skip("single copy not possible here:", why)
 	}
 	w := newAMWorld(t, Config{})
-	c := w.eps[1].own
+	s := &w.eps[0].send[1] // the sender's end of the ring
 	for i, n := range []int{cmaMin, 3 << 20, 100, cmaMin + 1} {
-		before := c.loadTail(0)
+		before := s.tail
 		msg := pattern(n, i)
 		if err := w.eps[0].SendAM(1, 3, []byte{byte(i)}, msg); err != nil {
 			t.Fatal(err)
 		}
-		used := c.loadTail(0) - before
+		used := s.tail - before
 		if n >= cmaMin && used > recHead+64 {
 			t.Errorf("message %d of %d bytes took %d bytes of the ring: not a single copy", i, n, used)
 		}
@@ -108,8 +109,8 @@ func TestSingleCopyFallback(t *testing.T) {
 // TestNoSingleCopy: Config.NoSingleCopy keeps large messages in the ring.
 func TestNoSingleCopy(t *testing.T) {
 	w := newAMWorld(t, Config{NoSingleCopy: true})
-	c := w.eps[1].own
-	before := c.loadTail(0)
+	s := &w.eps[0].send[1] // the sender's end of the ring
+	before := s.tail
 	msg := pattern(cmaMin*2, 1)
 	if err := w.eps[0].SendAM(1, 3, nil, msg); err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestNoSingleCopy(t *testing.T) {
 	if _, got := w.next(t); !bytes.Equal(got, msg) {
 		t.Fatal("payload differs")
 	}
-	if used := c.loadTail(0) - before; used < uint64(len(msg)) {
+	if used := s.tail - before; used < uint64(len(msg)) {
 		t.Errorf("%d bytes of ring for a %d-byte message", used, len(msg))
 	}
 }
@@ -191,5 +192,47 @@ func TestSingleCopyPlaced(t *testing.T) {
 	}
 	if p.placed != 3 || p.unplaced != 1 {
 		t.Errorf("after a failed read: %d placed, %d unplaced; want 3, 1", p.placed, p.unplaced)
+	}
+}
+
+// TestRingStaleMarks: a ring's bytes from an earlier lap are never taken
+// for a record, even when a payload wrote there exactly the mark and a
+// plausible length that a record at that place in the next lap would
+// have: the producer clears the place of the next record's mark before
+// it publishes one.
+func TestRingStaleMarks(t *testing.T) {
+	const rs = 4096
+	w := newAMWorld(t, Config{RingSize: rs, NoSingleCopy: true})
+	// A lap of large records whose payload words forge, at every
+	// 8-byte place, the mark of the next lap's record at that place.
+	piece := maxRecord(rs) - recHead
+	for i := 0; i < rs/maxRecord(rs); i++ {
+		payload := make([]byte, piece)
+		for off := 0; off+8 <= piece; off += 8 {
+			q := uint64(i*maxRecord(rs)+recHead+off) + rs // the place in the next lap
+			binary.LittleEndian.PutUint64(payload[off:], uint64(recHead+8)<<32|uint64(recMark(q)))
+		}
+		if err := w.eps[0].SendAM(1, 3, nil, payload); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := w.next(t); !bytes.Equal(got, payload) {
+			t.Fatalf("large message %d: payload differs", i)
+		}
+	}
+	// The next lap: small messages, each delivered once, as sent.
+	for i := range 200 {
+		msg := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
+		if err := w.eps[0].SendAM(1, 3, []byte{9}, msg); err != nil {
+			t.Fatal(err)
+		}
+		hdr, got := w.next(t)
+		if !bytes.Equal(got, msg) || !bytes.Equal(hdr, []byte{9}) {
+			t.Fatalf("small message %d: header %v payload %v, want [9] %v", i, hdr, got, msg)
+		}
+	}
+	select {
+	case got := <-w.got:
+		t.Fatalf("a message that was never sent: %v", got)
+	case <-time.After(20 * time.Millisecond):
 	}
 }

@@ -14,19 +14,13 @@ import (
 //
 //	header      magic, geometry, owner pid, state, doorbell     (hdrSize)
 //	notices     the bounded multi-producer notice ring           (slots x 64)
-//	tails       the AM rings' tails, 8 to a line                 (size x 8, whole lines)
 //	exposures   the table of exposed regions                     (maxExpose x 64)
 //	am rings    one single-producer byte ring per source rank    (size x (64 + amRingSize))
-//
-// The tails of the AM rings lie together so that a poll that finds no new
-// message reads one line per 8 sources, and each producer publishes with
-// a store to its own word of them: no instruction of a producer locks a
-// line that the consumer polls.
 
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0007 // "narma", layout version 7
+	magic     = 0x616d72616e_0008 // "narma", layout version 8
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -125,8 +119,8 @@ type exposure struct {
 }
 
 // amRing is the consumer's end of a single-producer, single-consumer
-// byte ring, whose producer's end is its word of the tails (ctl.loadTail,
-// ctl.storeTail).
+// byte ring; the producer's end is in the records themselves (recAt,
+// publishRec in ring_linux.go).
 type amRing struct {
 	head uint64 // written by the consumer (loadHead, storeHead)
 	// rdv is written by the consumer: the number of the last single-copy
@@ -138,15 +132,7 @@ type amRing struct {
 
 // The consumer's end of an AM ring is published with release stores: the
 // producer reads it only to know how far it may go, and looks again when
-// that is not far enough. The producer's end, the tail, is the store of
-// its Dekker-style handshake with sleepers: sequentially consistent, as a
-// plain store and a fence (mem.StoreFenced64).
-
-// loadTail returns the tail of the AM ring of src.
-func (c *ctl) loadTail(src int) uint64 { return atomic.LoadUint64(&c.tails[src]) }
-
-// storeTail publishes the tail of the AM ring of src.
-func (c *ctl) storeTail(src int, v uint64) { mem.StoreFenced64(&c.tails[src], v) }
+// that is not far enough.
 
 func (r *amRing) loadHead() uint64   { return atomic.LoadUint64(&r.head) }
 func (r *amRing) storeHead(v uint64) { mem.StoreRelease64(&r.head, v) }
@@ -158,7 +144,6 @@ type ctl struct {
 	mem       []byte
 	hdr       *header
 	slots     []slot
-	tails     []uint64 // by source rank
 	exposures []exposure
 	ringHeads []*amRing // by source rank
 	ringData  [][]byte  // by source rank
@@ -170,11 +155,8 @@ type ctl struct {
 
 // ctlSize returns the size of a control segment for the given geometry.
 func ctlSize(size, slots, amRingSize int) int {
-	return hdrSize + slots*lineSize + tailsSize(size) + maxExpose*lineSize + size*(lineSize+amRingSize)
+	return hdrSize + slots*lineSize + maxExpose*lineSize + size*(lineSize+amRingSize)
 }
-
-// tailsSize returns the bytes of the tails of size rings, whole lines.
-func tailsSize(size int) int { return (size*8 + lineSize - 1) &^ (lineSize - 1) }
 
 // layout returns the view of a control segment; hdr says its geometry
 // (and is checked against the mapping's length).
@@ -195,8 +177,6 @@ func layout(b []byte) (*ctl, error) {
 	off := hdrSize
 	c.slots = unsafe.Slice((*slot)(unsafe.Pointer(&b[off])), slots)
 	off += slots * lineSize
-	c.tails = unsafe.Slice((*uint64)(unsafe.Pointer(&b[off])), size)
-	off += tailsSize(size)
 	c.exposures = unsafe.Slice((*exposure)(unsafe.Pointer(&b[off])), maxExpose)
 	off += maxExpose * lineSize
 	ringHeads := make([]*amRing, size)

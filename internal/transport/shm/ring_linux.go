@@ -2,6 +2,10 @@ package shm
 
 import (
 	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/narma-rma/narma/internal/mem"
 
 	"github.com/narma-rma/narma/internal/transport"
 )
@@ -68,6 +72,18 @@ func (c *ctl) noticePending(deq uint64) bool {
 // 16-byte head, then the message header and a piece of the payload, padded
 // to 8 bytes; a message too large for one record is split into several
 // consecutive ones, which the target reassembles.
+//
+// The head's first word says that the record is there: it holds the
+// record's length and a mark of its position in the ring's stream
+// (recMark), and the producer stores it last, after the rest of the
+// record, with a sequentially consistent store (the store of its
+// handshake with sleepers). The consumer polls the word at its own
+// position: a small message is then one cache line for it to read, the
+// data beside its mark, as in the notice ring's slots. A mark left by an
+// earlier lap of the ring names another position, and before it
+// publishes a record the producer clears the word where the next record's
+// mark will go, so that no bytes an earlier lap left there (a payload's,
+// which could hold anything) are ever taken for a mark.
 const (
 	recHead  = 16
 	recFirst = 1 // the record starts a message (carries the header)
@@ -83,23 +99,47 @@ type recHeader struct {
 	total  uint32 // whole payload of the message (first record)
 }
 
-func (h recHeader) encode(b *[recHead]byte) {
-	binary.LittleEndian.PutUint32(b[0:], h.length)
-	b[4] = h.id
-	b[5] = h.flags
-	binary.LittleEndian.PutUint16(b[6:], h.hdrLen)
-	binary.LittleEndian.PutUint32(b[8:], h.total)
-	binary.LittleEndian.PutUint32(b[12:], 0)
+// recMark is the mark of the record at stream position pos (a multiple
+// of 8): never 0, so that a zeroed ring holds no record.
+func recMark(pos uint64) uint32 { return uint32(pos>>3) + 1 }
+
+// recWord returns the head's first word of the record at pos in ring
+// data: its mark in the low half, its length in the high half. pos is a
+// multiple of 8 and data is 8-aligned, so the word never wraps.
+func recWord(data []byte, pos uint64) *uint64 {
+	return (*uint64)(unsafe.Pointer(&data[pos&uint64(len(data)-1)]))
 }
 
-func decodeRec(b *[recHead]byte) recHeader {
+// encodeRest encodes the head's second word: everything but the length.
+func (h recHeader) encodeRest(b *[8]byte) {
+	b[0] = h.id
+	b[1] = h.flags
+	binary.LittleEndian.PutUint16(b[2:], h.hdrLen)
+	binary.LittleEndian.PutUint32(b[4:], h.total)
+}
+
+// decodeRec decodes a head from its first word w and its second word b.
+func decodeRec(w uint64, b *[8]byte) recHeader {
 	return recHeader{
-		length: binary.LittleEndian.Uint32(b[0:]),
-		id:     b[4],
-		flags:  b[5],
-		hdrLen: binary.LittleEndian.Uint16(b[6:]),
-		total:  binary.LittleEndian.Uint32(b[8:]),
+		length: uint32(w >> 32),
+		id:     b[0],
+		flags:  b[1],
+		hdrLen: binary.LittleEndian.Uint16(b[2:]),
+		total:  binary.LittleEndian.Uint32(b[4:]),
 	}
+}
+
+// publishRec makes the record at pos, written but for its first word,
+// visible to the consumer.
+func publishRec(data []byte, pos uint64, length uint32) {
+	mem.StoreFenced64(recWord(data, pos), uint64(length)<<32|uint64(recMark(pos)))
+}
+
+// recAt returns the first word of the record at pos if it has been
+// published.
+func recAt(data []byte, pos uint64) (w uint64, ok bool) {
+	w = atomic.LoadUint64(recWord(data, pos))
+	return w, uint32(w) == recMark(pos)
 }
 
 // pad8 rounds n up to a multiple of 8.

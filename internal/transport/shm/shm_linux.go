@@ -87,12 +87,12 @@ type Endpoint struct {
 	transport.Handlers
 
 	// The consumer side: whoever holds draining runs the handlers.
-	draining drainLock
-	tailSeen []uint64    // per source: the AM ring's tail when last drained (written with draining held, with release stores)
-	stalled  bool        // a ring waits for a handler (draining held)
-	partial  []*assembly // per source: message being reassembled, or nil
-	spare    []*assembly // per source: a finished assembly, its buffer to reuse
-	scratch  []byte      // for records that wrap around the ring end
+	draining    drainLock
+	ringStalled []atomic.Bool // per source: its ring waits for a handler (written with draining held)
+	ringBroken  []bool        // per source: its ring held a corrupt record and is read no more (draining held)
+	partial     []*assembly   // per source: message being reassembled, or nil
+	spare       []*assembly   // per source: a finished assembly, its buffer to reuse
+	scratch     []byte        // for records that wrap around the ring end
 
 	polled atomic.Bool // Poll was called since the progress goroutine last looked
 	kick   chan struct{}
@@ -187,8 +187,8 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		peerState: make([]atomic.Uint32, cfg.Size),
 		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
 		partial: make([]*assembly, cfg.Size), spare: make([]*assembly, cfg.Size),
-		tailSeen: make([]uint64, cfg.Size),
-		kick:     make(chan struct{}, 1), done: make(chan struct{}),
+		ringStalled: make([]atomic.Bool, cfg.Size), ringBroken: make([]bool, cfg.Size),
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		send: make([]sender, cfg.Size),
 		free: make([]int, 0, maxExpose),
 	}
@@ -537,9 +537,11 @@ func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, r
 	t := e.peers[target]
 	rs := len(data)
 	need := uint64(pad8(int(rec.length)))
-	for spin := 0; s.tail+need-s.head > uint64(rs); spin++ {
+	// Room for the record and the first word of the next one, which
+	// publishRec's caller clears.
+	for spin := 0; s.tail+need+8-s.head > uint64(rs); spin++ {
 		s.head = rh.loadHead()
-		if s.tail+need-s.head <= uint64(rs) {
+		if s.tail+need+8-s.head <= uint64(rs) {
 			break
 		}
 		e.ring(t)
@@ -547,17 +549,23 @@ func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, r
 			return err
 		}
 	}
-	var head [recHead]byte
-	rec.encode(&head)
+	var rest [8]byte
+	rec.encodeRest(&rest)
 	raceRelease()
-	pos := s.tail
-	ringWrite(data, pos, head[:])
-	pos += recHead
+	start := s.tail
+	pos := start + 8
+	ringWrite(data, pos, rest[:])
+	pos += 8
 	ringWrite(data, pos, hdr)
 	pos += uint64(len(hdr))
 	ringWrite(data, pos, body)
 	s.tail += need
-	t.storeTail(e.rank, s.tail)
+	// Clear the first word of the next record's place before this
+	// record is published, so that whatever an earlier lap left there
+	// (a payload's bytes, say) cannot pass for a published record when
+	// the consumer comes to it: it sees the zero or a later store.
+	mem.StoreRelease64(recWord(data, s.tail), 0)
+	publishRec(data, start, rec.length)
 	e.ring(t)
 	return nil
 }
@@ -672,8 +680,8 @@ func (e *Endpoint) pending() bool {
 	if e.own.noticePending(e.own.hdr.loadDeq()) {
 		return true
 	}
-	for src := range e.own.tails {
-		if e.own.loadTail(src) != atomic.LoadUint64(&e.tailSeen[src]) {
+	for src, rh := range e.own.ringHeads {
+		if _, ok := recAt(e.own.ringData[src], rh.loadHead()); ok && !e.ringStalled[src].Load() {
 			return true
 		}
 	}
@@ -704,49 +712,50 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 		}
 		h(src, key, n)
 	}
-	// A ring that waits for its handler is looked at again by every
-	// drain, but does not keep pending true: the progress goroutine would
-	// spin on it.
-	stalled := e.stalled
-	e.stalled = false
-	for src := range e.own.tails {
-		if tail := e.own.loadTail(src); tail != e.tailSeen[src] || stalled {
-			mem.StoreRelease64(&e.tailSeen[src], tail)
-			if e.drainRing(src, tail) {
-				did = true
-			}
+	for src := range e.own.ringHeads {
+		if e.drainRing(src) {
+			did = true
 		}
 	}
 	return did
 }
 
-// drainRing handles the records in the ring of src up to tail; draining
-// is held.
-func (e *Endpoint) drainRing(src int, tail uint64) bool {
+// drainRing handles the records published in the ring of src; draining
+// is held. A ring whose record waits for its handler (installed after
+// the start-up barrier) is marked stalled, so that it does not keep
+// pending true (the progress goroutine would spin on it); every drain
+// looks at it again.
+func (e *Endpoint) drainRing(src int) bool {
+	if e.ringBroken[src] {
+		return false
+	}
 	rh := e.own.ringHeads[src]
 	data := e.own.ringData[src]
 	head := rh.loadHead()
-	if head == tail {
-		return false
-	}
 	maxRec := maxRecord(len(data))
-	raceAcquire()
-	for head != tail {
-		var hb [recHead]byte
-		ringRead(data, head, hb[:])
-		rec := decodeRec(&hb)
-		if int(rec.length) < recHead || int(rec.length) > maxRec || tail-head < uint64(pad8(int(rec.length))) ||
-			int(rec.hdrLen) > int(rec.length)-recHead {
-			// A corrupt ring: the peer is broken. Drop its ring content.
-			rh.storeHead(tail)
+	did := false
+	for {
+		w, ok := recAt(data, head)
+		if !ok {
+			break
+		}
+		raceAcquire()
+		did = true
+		var rb [8]byte
+		ringRead(data, head+8, rb[:])
+		rec := decodeRec(w, &rb)
+		if int(rec.length) < recHead || int(rec.length) > maxRec || int(rec.hdrLen) > int(rec.length)-recHead {
+			// A corrupt ring: the peer is broken. Read no more of it.
+			e.ringBroken[src] = true
 			return true
 		}
 		if rec.flags&recFirst != 0 && e.AM(transport.AMID(rec.id)) == nil {
 			// No handler yet: leave the rest of this ring for a later
 			// drain (the progress goroutine retries on its timeout).
-			e.stalled = true
-			return true
+			e.ringStalled[src].Store(true)
+			return did
 		}
+		e.ringStalled[src].Store(false)
 		body := int(rec.length) - recHead
 		b := ringSlice(data, head+recHead, body)
 		if b == nil {
@@ -764,7 +773,7 @@ func (e *Endpoint) drainRing(src int, tail uint64) bool {
 		head += uint64(pad8(int(rec.length)))
 		rh.storeHead(head)
 	}
-	return true
+	return did
 }
 
 // record handles one record of src with body b (header then payload
