@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/narma-rma/narma/internal/match"
+	"github.com/narma-rma/narma/internal/mem"
 )
 
 // noticeEntry is a tag notice waiting in an inbox.
@@ -39,9 +40,21 @@ type inbox struct {
 // inboxSlot holds the notice of position pos = lap*inboxSlots + i when
 // seq is lap<<1|1, and is free for it when seq is lap<<1.
 type inboxSlot struct {
-	seq      atomic.Uint64
+	seq      uint64 // loadSeq, publish (producer), free (owner)
 	src, tag int32
 }
+
+func (s *inboxSlot) loadSeq() uint64 { return atomic.LoadUint64(&s.seq) }
+
+// publish is the producer's store of a notice: sequentially consistent,
+// for Comm.wake's look at the sleepers follows it (the waiter registers,
+// then looks at the inbox), but a plain store and a fence rather than an
+// exchange on the line the owner polls (mem.StoreFenced64).
+func (s *inboxSlot) publish(seq uint64) { mem.StoreFenced64(&s.seq, seq) }
+
+// free is the owner's store of a slot taken: a release store, which no
+// producer's handshake depends on.
+func (s *inboxSlot) free(seq uint64) { mem.StoreRelease64(&s.seq, seq) }
 
 // push appends a notice.
 func (b *inbox) push(src, tag int32) {
@@ -60,11 +73,11 @@ func (b *inbox) tryRing(src, tag int32) bool {
 		pos := b.enq.Load()
 		s := &b.ring[pos%inboxSlots]
 		free := pos / inboxSlots << 1
-		switch seq := s.seq.Load(); {
+		switch seq := s.loadSeq(); {
 		case seq == free:
 			if b.enq.CompareAndSwap(pos, pos+1) {
 				s.src, s.tag = src, tag
-				s.seq.Store(free | 1)
+				s.publish(free | 1)
 				return true
 			}
 		case seq < free:
@@ -74,10 +87,9 @@ func (b *inbox) tryRing(src, tag int32) bool {
 	}
 }
 
-// pending reports whether a notice waits (for the owner: exactly; for
-// others, a hint).
+// pending reports whether a notice waits; the owner only.
 func (b *inbox) pending() bool {
-	return b.over.Load() || b.ring[b.deq%inboxSlots].seq.Load() == b.deq/inboxSlots<<1|1
+	return b.over.Load() || b.ring[b.deq%inboxSlots].loadSeq() == b.deq/inboxSlots<<1|1
 }
 
 // take calls f for every waiting notice, in arrival order; the owner only.
@@ -85,11 +97,11 @@ func (b *inbox) take(f func(noticeEntry)) {
 	for {
 		s := &b.ring[b.deq%inboxSlots]
 		lap := b.deq / inboxSlots
-		if s.seq.Load() != lap<<1|1 {
+		if s.loadSeq() != lap<<1|1 {
 			break
 		}
 		e := noticeEntry{s.src, s.tag}
-		s.seq.Store((lap + 1) << 1)
+		s.free((lap + 1) << 1)
 		b.deq++
 		f(e)
 	}

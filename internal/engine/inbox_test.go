@@ -136,7 +136,7 @@ func TestInboxClaimedSlot(t *testing.T) {
 		t.Fatalf("took %v before the claimed slot was published", got)
 	}
 	b.ring[0].src, b.ring[0].tag = 9, 0
-	b.ring[0].seq.Store(1) // published
+	b.ring[0].publish(1)
 	got := takeAll(&b)
 	if len(got) != inboxSlots+2 || got[0] != (noticeEntry{9, 0}) {
 		t.Fatalf("took %d notices, first %v; want %d, first {9 0}", len(got), got[0], inboxSlots+2)

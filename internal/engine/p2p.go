@@ -190,11 +190,8 @@ func (c *Comm) newMessage(src int, ctx uint8, tag int, payload []byte) *message 
 		m = new(message)
 	}
 	m.src, m.ctx, m.tag = src, ctx, tag
-	if len(payload) < spareMin && (cap(m.data) >= len(payload) || m.data == nil) {
-		if m.data == nil {
-			m.data = make([]byte, 0, max(len(payload), 256))
-		}
-		m.data = append(m.data[:0], payload...)
+	if len(payload) < spareMin {
+		m.data = append(m.data[:0], payload...) // the kept buffer, if large enough
 	} else {
 		m.data = c.copyData(payload)
 	}
@@ -307,7 +304,6 @@ func (p *msgPlacer) Unplace(src int, hdr []byte) {
 		}
 	}
 	c.mu.Unlock()
-	c.wake()
 }
 
 // recvDone reports whether r has matched (then its status and error are
