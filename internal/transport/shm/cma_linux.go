@@ -182,7 +182,7 @@ func (e *Endpoint) remote(src int, rh *amRing, rec recHeader, b []byte) {
 		a = e.reassembly(src, int(n))
 		dst = a.buf
 	}
-	if err := cmaRead(e.pids[src], uintptr(addr), dst); err != nil {
+	if err := cmaRead(e.cmaPids[src], uintptr(addr), dst); err != nil {
 		if a == nil {
 			p.Unplace(src, hdr)
 		}

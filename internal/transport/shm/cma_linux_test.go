@@ -83,7 +83,7 @@ func TestSingleCopyFallback(t *testing.T) {
 		t.Skip("single copy not possible here:", why)
 	}
 	w := newAMWorld(t, Config{})
-	w.eps[1].pids[0] = 1<<22 + 12345 // no such process (pid_max is at most 2^22)
+	w.eps[1].cmaPids[0] = 1<<22 + 12345 // no such process (pid_max is at most 2^22)
 	for i := range 3 {
 		msg := pattern(cmaMin*2, i)
 		if err := w.eps[0].SendAM(1, 3, []byte{9}, msg); err != nil {
@@ -179,7 +179,7 @@ func TestSingleCopyPlaced(t *testing.T) {
 		t.Errorf("%d placed, %d unplaced; want 2, 0", p.placed, p.unplaced)
 	}
 
-	w.eps[1].pids[0] = 1<<22 + 12345 // no such process: the read fails
+	w.eps[1].cmaPids[0] = 1<<22 + 12345 // no such process: the read fails
 	msg := pattern(2*cmaMin, 9)
 	if err := w.eps[0].SendAM(1, 3, []byte{1}, msg); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,11 @@ type Endpoint struct {
 	pids       []int
 	shared     bool // other ranks of the job are goroutines of this process
 	cma        bool // large messages go by single copy (CMAStatus)
+	// cmaPids are the processes single-copy reads come from, by source:
+	// pids, in a slice of their own that only the drainer reads (tests
+	// break an entry to make the reads fail, which checkPeers, reading
+	// pids, must not see).
+	cmaPids []int
 
 	cmaMu    sync.Mutex
 	cmaErrs  map[int]error // per source: why a single-copy read failed
@@ -236,6 +242,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	if !cfg.NoSingleCopy {
 		e.cma, _ = CMAStatus()
 	}
+	e.cmaPids = slices.Clone(e.pids)
 	// Every rank has mapped every control segment: the names are no
 	// longer needed, and removing them now leaves nothing behind whatever
 	// happens to the job.
