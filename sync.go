@@ -88,13 +88,20 @@ func (w *Win[T]) Flush(ctx context.Context, target int) error { return w.eng().F
 func (w *Win[T]) FlushAll(ctx context.Context) error { return w.eng().FlushAll(ctx) }
 
 // FlushLocal completes every operation issued to target at the origin:
-// origin buffers may be reused. narma completes operations at both ends
-// together, so it is Flush.
+// origin buffers may be reused, and the results of gets and fetching
+// operations are in place. Unlike Flush it does not wait for the target
+// to have applied puts and accumulates: over TCP it returns at once
+// after puts, where Flush waits for the target's answer. A producer that
+// streams values with notified puts needs no more than FlushLocal before
+// it reuses a buffer, since the notice tells the target when the data is
+// there. On shared memory every operation is complete at both ends when
+// it returns, and FlushLocal, like Flush, waits for nothing.
 func (w *Win[T]) FlushLocal(ctx context.Context, target int) error {
 	return w.eng().FlushLocal(ctx, target)
 }
 
-// FlushLocalAll is FlushLocal for every target: FlushAll.
+// FlushLocalAll is FlushLocal for every target of the current lock
+// epochs.
 func (w *Win[T]) FlushLocalAll(ctx context.Context) error { return w.eng().FlushLocalAll(ctx) }
 
 // Sync makes local stores and remote updates of this rank's window visible

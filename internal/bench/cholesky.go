@@ -42,7 +42,7 @@ var cholVariants = []cholVariant{
 		send: cholSendRecvSend, recv: cholSendRecvRecv},
 	{Variant: Variant{Name: "one-sided", Summary: "Put of the tile into its slot, FetchAndOp on the receiver's queue counter, Flush, tile id into the claimed queue entry (FetchAndOp Replace), Flush; the receiver polls its queue", Classic: true},
 		send: cholOneSidedSend, recv: cholOneSidedRecv},
-	{Variant: Variant{Name: "put-notify", Summary: "PutNotify of the tile into its slot with Tag = tile id, Flush; the receiver waits with a persistent any-source any-tag request and reads the tile id from its Status"},
+	{Variant: Variant{Name: "put-notify", Summary: "PutNotify of the tile into its slot with Tag = tile id, FlushLocal; the receiver waits with a persistent any-source any-tag request and reads the tile id from its Status"},
 		send: cholNotifySend, recv: cholNotifyRecv},
 }
 
@@ -547,14 +547,17 @@ func cholOneSidedRecv(ch *cholesky) (int, []int64, error) {
 }
 
 // put-notify: the tag is the tile id; one persistent request takes the
-// notices from any source with any tag, one at a time. The sender flushes
-// each put, as under the deferred strategy nothing moves before it.
+// notices from any source with any tag, one at a time. The sender
+// completes each put locally before it reuses the tile's buffer (and
+// under the deferred strategy nothing moves before a flush); the notice
+// tells the receiver that the tile is there, so the sender waits for no
+// answer.
 
 func cholNotifySend(ch *cholesky, msg []int64, id, dst int) error {
 	if err := ch.w.PutNotify(msg, dst, ch.slot(id), narma.Tag(id)); err != nil {
 		return err
 	}
-	return ch.w.Flush(ch.ctx, dst)
+	return ch.w.FlushLocal(ch.ctx, dst)
 }
 
 func cholNotifyRecv(ch *cholesky) (int, []int64, error) {

@@ -50,9 +50,9 @@ var stVariants = []stVariant{
 		open: stFenceOpen, send: stFenceSend, recv: stLocal, row: stFenceRow, endIter: stFenceEnd, close: stFenceClose},
 	{Variant: Variant{Name: "pscw", Summary: "Put of each value in Start/Complete; target Waits and Posts again", Classic: true},
 		open: stPSCWOpen, send: stPSCWSend, recv: stPSCWRecv, close: stPSCWClose},
-	{Variant: Variant{Name: "put-notify", Summary: "PutNotify of each value with a Tag, Flush; target waits with a persistent request"},
+	{Variant: Variant{Name: "put-notify", Summary: "PutNotify of each value with a Tag, FlushLocal; target waits with a persistent request"},
 		open: stLockAll, send: stNotifySend, recv: stNotifyRecv, close: stUnlockAll},
-	{Variant: Variant{Name: "counters", Summary: "PutNotify of each value with a Counter, Flush; target WaitCounter"},
+	{Variant: Variant{Name: "counters", Summary: "PutNotify of each value with a Counter, FlushLocal; target WaitCounter"},
 		open: stLockAll, send: stCounterSend, recv: stCounterRecv, close: stUnlockAll},
 	{Variant: Variant{Name: "events", Summary: "coarray Put of each value, then Event Post; target Event Wait"},
 		send: stEventSend, recv: stEventRecv},
@@ -512,7 +512,7 @@ func stNotifySend(s *stencil, slot int, out []int64) error {
 	if err := s.win.PutNotify(out, s.down, slot, narma.Tag(tag)); err != nil {
 		return err
 	}
-	return s.win.Flush(s.ctx, s.down)
+	return s.win.FlushLocal(s.ctx, s.down)
 }
 
 func stNotifyRecv(s *stencil, slot int) (int64, error) {
@@ -529,7 +529,7 @@ func stCounterSend(s *stencil, slot int, out []int64) error {
 	if err := s.win.PutNotify(out, s.down, slot, narma.Counter(0)); err != nil {
 		return err
 	}
-	return s.win.Flush(s.ctx, s.down)
+	return s.win.FlushLocal(s.ctx, s.down)
 }
 
 func stCounterRecv(s *stencil, slot int) (int64, error) {

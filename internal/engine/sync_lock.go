@@ -272,11 +272,17 @@ func (w *Win) Flush(ctx context.Context, target int) error {
 	return w.flushOne(ctx, "Flush", target)
 }
 
-// FlushLocal completes at the origin every operation issued to target.
-// narma completes operations at both ends together, so it is Flush.
+// FlushLocal completes at the origin every operation issued to target:
+// their origin buffers may be reused and the results of gets and fetching
+// operations are in place, while the target may not have applied a put
+// yet (transport.LocalFlusher). The lock stays held.
 func (w *Win) FlushLocal(ctx context.Context, target int) error {
 	return w.flushOne(ctx, "FlushLocal", target)
 }
+
+// localFlush reports whether a flush of that name completes operations
+// at the origin only.
+func localFlush(name string) bool { return name == "FlushLocal" || name == "FlushLocalAll" }
 
 func (w *Win) flushOne(ctx context.Context, name string, target int) error {
 	if err := w.check(name); err != nil {
@@ -303,7 +309,13 @@ func (w *Win) flush(ctx context.Context, name string, t int) error {
 	if w.synchronous {
 		return nil
 	}
-	if err := w.c.ep.Flush(ctx, t); err != nil {
+	var err error
+	if localFlush(name) {
+		err = transport.FlushLocal(ctx, w.c.ep, t)
+	} else {
+		err = w.c.ep.Flush(ctx, t)
+	}
+	if err != nil {
 		return w.c.transportFailure(name, ctx, err, "flush rank %d", t)
 	}
 	return nil
@@ -312,7 +324,7 @@ func (w *Win) flush(ctx context.Context, name string, t int) error {
 // FlushAll flushes every locked target.
 func (w *Win) FlushAll(ctx context.Context) error { return w.flushAll(ctx, "FlushAll") }
 
-// FlushLocalAll is FlushLocal for every locked target: FlushAll.
+// FlushLocalAll is FlushLocal for every locked target.
 func (w *Win) FlushLocalAll(ctx context.Context) error { return w.flushAll(ctx, "FlushLocalAll") }
 
 func (w *Win) flushAll(ctx context.Context, name string) error {

@@ -238,6 +238,36 @@ type Region interface {
 	CompareSwap(off int, t mem.Type, compare, swap, result []byte, n Notice, c *Completion) error
 }
 
+// A LocalFlusher is an endpoint whose operations may be complete at the
+// origin before they are complete at the target: a put's source read, a
+// get's or a fetching atomic's result in place, while the target may not
+// have applied the put yet. FlushLocal waits for that only: afterwards
+// the caller may reuse every buffer it gave the operations issued to
+// target before the call, and read their results. An endpoint that is
+// not a LocalFlusher completes both ends together, and its Flush stands
+// for FlushLocal (the package's FlushLocal function chooses).
+type LocalFlusher interface {
+	FlushLocal(ctx context.Context, target int) error
+	FlushLocalAll(ctx context.Context) error
+}
+
+// FlushLocal waits until the operations ep issued to target are complete
+// at the origin: ep's FlushLocal if it is a LocalFlusher, else its Flush.
+func FlushLocal(ctx context.Context, ep Endpoint, target int) error {
+	if lf, ok := ep.(LocalFlusher); ok {
+		return lf.FlushLocal(ctx, target)
+	}
+	return ep.Flush(ctx, target)
+}
+
+// FlushLocalAll is FlushLocal for every target.
+func FlushLocalAll(ctx context.Context, ep Endpoint) error {
+	if lf, ok := ep.(LocalFlusher); ok {
+		return lf.FlushLocalAll(ctx)
+	}
+	return ep.FlushAll(ctx)
+}
+
 // DirectRegion is implemented by the regions of transports that reach
 // target memory with loads and stores (Caps.Direct): Direct returns the
 // target's memory itself. The engine uses it for its own control words

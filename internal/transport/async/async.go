@@ -166,6 +166,19 @@ func (e *endpoint) Region(target int, key transport.Key, size int) (transport.Re
 // the inner Flush's error; ctx.Err() if ctx ended the wait; and
 // transport.ErrClosed once Close has begun.
 func (e *endpoint) Flush(ctx context.Context, target int) error {
+	return e.flush(ctx, target, e.inner.Flush)
+}
+
+// FlushLocal is Flush with the inner endpoint's FlushLocal: once the
+// worker has executed an operation on the inner endpoint, that one says
+// when its buffers are free (transport.LocalFlusher).
+func (e *endpoint) FlushLocal(ctx context.Context, target int) error {
+	return e.flush(ctx, target, func(ctx context.Context, t int) error {
+		return transport.FlushLocal(ctx, e.inner, t)
+	})
+}
+
+func (e *endpoint) flush(ctx context.Context, target int, inner func(context.Context, int) error) error {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
@@ -182,7 +195,7 @@ func (e *endpoint) Flush(ctx context.Context, target int) error {
 	err := e.errs[target]
 	e.errs[target] = nil
 	e.mu.Unlock()
-	if ierr := e.inner.Flush(ctx, target); err == nil {
+	if ierr := inner(ctx, target); err == nil {
 		err = ierr
 	}
 	return err
@@ -192,6 +205,17 @@ func (e *endpoint) Flush(ctx context.Context, target int) error {
 // executed by the worker, or until ctx is done, and then flushes the inner
 // endpoint. Its errors are those of Flush, for all targets at once.
 func (e *endpoint) FlushAll(ctx context.Context) error {
+	return e.flushAll(ctx, e.inner.FlushAll)
+}
+
+// FlushLocalAll is FlushLocal for every target.
+func (e *endpoint) FlushLocalAll(ctx context.Context) error {
+	return e.flushAll(ctx, func(ctx context.Context) error {
+		return transport.FlushLocalAll(ctx, e.inner)
+	})
+}
+
+func (e *endpoint) flushAll(ctx context.Context, inner func(context.Context) error) error {
 	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
@@ -209,7 +233,7 @@ func (e *endpoint) FlushAll(ctx context.Context) error {
 		e.errs[t] = nil
 	}
 	e.mu.Unlock()
-	if ierr := e.inner.FlushAll(ctx); err == nil {
+	if ierr := inner(ctx); err == nil {
 		err = ierr
 	}
 	return err

@@ -361,6 +361,31 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 	return e.remote.FlushAll(ctx)
 }
 
+// FlushLocal waits until the operations issued to target are complete
+// at the origin, through the endpoint that carries them
+// (transport.LocalFlusher).
+func (e *Endpoint) FlushLocal(ctx context.Context, target int) error {
+	l, err := e.route(target)
+	if err != nil {
+		return err
+	}
+	if l < 0 {
+		return transport.FlushLocal(ctx, e.remote, target)
+	}
+	return e.localErr(target, transport.FlushLocal(ctx, e.local, l))
+}
+
+// FlushLocalAll is FlushLocal for every target: both inner endpoints.
+func (e *Endpoint) FlushLocalAll(ctx context.Context) error {
+	if !e.open() {
+		return transport.ErrClosed
+	}
+	if err := transport.FlushLocalAll(ctx, e.local); err != nil {
+		return err
+	}
+	return transport.FlushLocalAll(ctx, e.remote)
+}
+
 // SendAM sends through the endpoint that reaches target: messages from
 // one rank to another always take the same way, so they keep their
 // order.

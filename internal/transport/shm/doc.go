@@ -36,7 +36,11 @@
 // someone sleeps. A sleeper registers (Prepare) before its last look and
 // sleeps only while the doorbell's count still equals what it read then,
 // so no ring between its look and its sleep is lost, for any number of
-// sleeping goroutines. Peers are watched for failure: a rank whose process is
+// sleeping goroutines. Producers publish notices with plain stores; a
+// sleeper runs a global memory barrier (membarrier(2)) between its
+// registration and its last look, so that it sees every notice published
+// before, or its publisher sees it registered. The model in the model
+// directory checks that protocol with spin. Peers are watched for failure: a rank whose process is
 // gone is reported to the engine within Config.CheckInterval.
 //
 // Segment files are named after the job (NewJobID), so that the job's

@@ -20,7 +20,7 @@ import (
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0008 // "narma", layout version 8
+	magic     = 0x616d72616e_0009 // "narma", layout version 9
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
@@ -41,7 +41,11 @@ type header struct {
 	pid        uint32
 	slots      uint32 // notice ring slots (a power of two)
 	amRingSize uint32 // bytes of data per AM ring (a power of two)
-	_          [lineSize - 28]byte
+	// barrier is 1 if the endpoint's sleepers run a global memory
+	// barrier before their last look (membarrier_linux.go): producers
+	// may then publish its notices with plain stores.
+	barrier uint32
+	_       [lineSize - 32]byte
 
 	state atomic.Uint32
 	_     [lineSize - 4]byte
@@ -66,8 +70,8 @@ type header struct {
 }
 
 // slot is one notice: a cache line, written by one producer and read by
-// the consumer. The data of a notified put is already in the target's
-// memory when its notice is published.
+// the consumer. The data of a notified put is in the target's memory when
+// its notice is visible.
 type slot struct {
 	seq    uint64 // Vyukov sequence: pos when free, pos+1 when full (loadSeq, storeSeq)
 	src    uint32
@@ -92,11 +96,19 @@ func (h *header) storeDeq(v uint64) { mem.StoreRelease64(&h.deq, v) }
 // loadSeq returns the slot's sequence.
 func (s *slot) loadSeq() uint64 { return atomic.LoadUint64(&s.seq) }
 
-// storeSeq publishes the slot's sequence: sequentially consistent, for it
-// is the producer's store of the handshake with sleeping consumers (post),
-// but a plain store and a fence, which a consumer polling the line waits
-// less for than the exchange of sync/atomic (mem.StoreFenced64).
-func (s *slot) storeSeq(v uint64) { mem.StoreFenced64(&s.seq, v) }
+// storeSeq publishes the slot's sequence. It is the producer's store of
+// the handshake with sleeping consumers: a release store if the
+// consumers run a global barrier before they sleep (relaxed; see
+// membarrier_linux.go), else a sequentially consistent one, a plain store
+// and a fence, which a consumer polling the line waits less for than the
+// exchange of sync/atomic (mem.StoreFenced64).
+func (s *slot) storeSeq(v uint64, relaxed bool) {
+	if relaxed {
+		mem.StoreRelease64(&s.seq, v)
+	} else {
+		mem.StoreFenced64(&s.seq, v)
+	}
+}
 
 // A slot, an exposure and a ring head are one line each.
 var (
@@ -151,6 +163,10 @@ type ctl struct {
 	// headSeen is, in a producer's view of a peer's segment, the value
 	// of hdr.deq it last read.
 	headSeen atomic.Uint64
+	// relaxed is, in a producer's view, whether it publishes notices to
+	// the segment's endpoint with release stores (slot.storeSeq): this
+	// process runs global barriers and the endpoint's sleepers run them.
+	relaxed bool
 }
 
 // ctlSize returns the size of a control segment for the given geometry.

@@ -16,10 +16,25 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 	if err := r.check(); err != nil {
 		return err
 	}
-	if err := local.PutAt(r.mem, off, src); err != nil {
-		return err
+	if n.Kind == transport.NoticeNone {
+		return local.PutAt(r.mem, off, src)
 	}
-	return r.noticeAfter(n)
+	if off < 0 || off > len(r.mem) || len(src) > len(r.mem)-off {
+		return local.PutAt(r.mem, off, src) // its error
+	}
+	t := r.ep.peers[r.target]
+	for spin := 0; ; spin++ {
+		if pos, ok := t.tryClaim(); ok {
+			copy(r.mem[off:], src)
+			t.publish(pos, r.ep.rank, r.key, n)
+			r.ep.ring(t)
+			return nil
+		}
+		r.ep.ring(t)
+		if err := r.ep.backoff(r.target, spin); err != nil {
+			return err
+		}
+	}
 }
 
 // Get copies the target's memory at off into dst, then queues n.

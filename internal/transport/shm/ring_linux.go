@@ -20,10 +20,27 @@ import (
 // slots, so a producer's next write finds the line shared, not modified
 // elsewhere; producers read deq only when the value they last saw says
 // the ring is full. A full ring makes producers wait: nothing is dropped.
+//
+// A small notified put claims its position before it writes its data
+// (region.Put): the compare-and-swap, a locked instruction, then waits
+// only for stores issued before the put, and the data's and the slot's
+// stores, each a cache line the consumer holds, go to the store buffer
+// together and drain while the producer goes on.
 
 // tryPush publishes notice n from src about region key into the ring of c;
 // it reports false if the ring is full.
 func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
+	pos, ok := c.tryClaim()
+	if ok {
+		c.publish(pos, src, key, n)
+	}
+	return ok
+}
+
+// tryClaim takes the ring's next position for the caller, which must then
+// publish it, and soon: the consumer takes no later notice before it. It
+// reports false if the ring is full.
+func (c *ctl) tryClaim() (pos uint64, ok bool) {
 	slots := uint64(len(c.slots))
 	for {
 		pos := c.hdr.enq.Load()
@@ -31,23 +48,28 @@ func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
 			head := c.hdr.loadDeq()
 			c.headSeen.Store(head)
 			if pos-head >= slots {
-				return false
+				return 0, false
 			}
 		}
-		if !c.hdr.enq.CompareAndSwap(pos, pos+1) {
-			continue // another producer took pos
+		if c.hdr.enq.CompareAndSwap(pos, pos+1) {
+			return pos, true
 		}
-		s := &c.slots[pos&(slots-1)]
-		s.src = uint32(src)
-		s.kind = uint8(n.Kind)
-		s.op = uint8(n.Op)
-		s.tag = n.Tag
-		s.key = uint64(key)
-		s.offset = n.Offset
-		s.value = n.Value
-		s.storeSeq(pos + 1)
-		return true
+		// another producer took pos
 	}
+}
+
+// publish fills the slot of claimed position pos with notice n and
+// publishes it.
+func (c *ctl) publish(pos uint64, src int, key transport.Key, n transport.Notice) {
+	s := &c.slots[pos&uint64(len(c.slots)-1)]
+	s.src = uint32(src)
+	s.kind = uint8(n.Kind)
+	s.op = uint8(n.Op)
+	s.tag = n.Tag
+	s.key = uint64(key)
+	s.offset = n.Offset
+	s.value = n.Value
+	s.storeSeq(pos+1, c.relaxed)
 }
 
 // pop reads the notice at position deq, if it has been published (the

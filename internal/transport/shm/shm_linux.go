@@ -74,7 +74,11 @@ type Endpoint struct {
 	peers      []*ctl // every rank's control segment, own included
 	pids       []int
 	shared     bool // other ranks of the job are goroutines of this process
-	cma        bool // large messages go by single copy (CMAStatus)
+	// barrier: this process is registered for global memory barriers,
+	// which the endpoint's sleepers run before their last look
+	// (membarrier_linux.go).
+	barrier bool
+	cma     bool // large messages go by single copy (CMAStatus)
 	// cmaPids are the processes single-copy reads come from, by source:
 	// pids, in a slice of their own that only the drainer reads (tests
 	// break an entry to make the reads fail, which checkPeers, reading
@@ -183,8 +187,13 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	for i := range own.slots {
-		own.slots[i].storeSeq(uint64(i))
+		own.slots[i].storeSeq(uint64(i), false)
 	}
+	barrier := barrierReady()
+	if barrier {
+		h.barrier = 1
+	}
+	own.relaxed = barrier
 	h.state.Store(stateOpen)
 
 	e := &Endpoint{
@@ -194,7 +203,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		errClosed: make([]error, cfg.Size), errFailed: make([]error, cfg.Size),
 		partial: make([]*assembly, cfg.Size), spare: make([]*assembly, cfg.Size),
 		ringStalled: make([]atomic.Bool, cfg.Size), ringBroken: make([]bool, cfg.Size),
-		kick: make(chan struct{}, 1), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), done: make(chan struct{}), barrier: barrier,
 		send: make([]sender, cfg.Size),
 		free: make([]int, 0, maxExpose),
 	}
@@ -231,6 +240,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 			retire(pb)
 			return fail(fmt.Errorf("%w: rank %d (%v)", ErrLayout, r, err))
 		}
+		pc.relaxed = barrier && pc.hdr.barrier == 1
 		e.peers[r], e.pids[r] = pc, int(pc.hdr.pid)
 	}
 	if _, err := cfg.Exchange(ctx, nil); err != nil {
@@ -651,6 +661,7 @@ func (e *Endpoint) Prepare() uint32 {
 // the ticket), and ends that registration (transport.Sleeper).
 func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
 	hdr := e.own.hdr
+	e.lastLook()
 	if !e.pendingRacy() && !e.closed.Load() {
 		futexSleep(&hdr.bell, ticket, d)
 	}
@@ -892,6 +903,7 @@ func (e *Endpoint) progress() {
 		}
 		b := hdr.bell.Load()
 		hdr.sleepers.Add(1)
+		e.lastLook()
 		if e.draining.held() {
 			// Another goroutine drains, and may have made its last
 			// look before an arrival whose producer found nobody
@@ -915,6 +927,16 @@ func (e *Endpoint) progress() {
 		case <-e.kick: // stale: we are about to drain anyway
 		default:
 		}
+	}
+}
+
+// lastLook is called by a sleeper after it registered (hdr.sleepers) and
+// before it looks for arrivals a last time: producers that publish with
+// release stores (ctl.relaxed) rely on it to make their stores visible
+// to that look, or their load of hdr.sleepers see the registration.
+func (e *Endpoint) lastLook() {
+	if e.barrier {
+		globalBarrier()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
 
@@ -168,5 +169,75 @@ func TestWakeEndsEveryPreparedSleep(t *testing.T) {
 	}
 	if n := eps[1].own.hdr.sleepers.Load(); n != 0 && n != 1 { // 1: the progress goroutine
 		t.Errorf("%d sleepers registered after every Sleep ended", n)
+	}
+}
+
+// TestPublishWakesProgress: notices published one at a time, each after
+// the target's progress goroutine has gone to sleep on its doorbell
+// (and no waiter polls), each reach the handler: the producer's release
+// store and its look at the sleepers, against the sleeper's registration,
+// global barrier and last look, lose no wake-up. It runs with the
+// barrier (producers publish with release stores) and with a kernel
+// that refuses it (fenced stores), and checks which mode each producer
+// chose. The progress goroutine's own timeout is 10 s and each notice
+// must arrive within 2 s: a hang detector, not a measure of speed.
+func TestPublishWakesProgress(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		name := "barrier"
+		if refuse {
+			name = "refused"
+		}
+		t.Run(name, func(t *testing.T) {
+			if refuse {
+				defer func(f func() bool) { barrierReady = f }(barrierReady)
+				barrierReady = func() bool { return false }
+			}
+			eps := newGroup(t, Config{Size: 2, CheckInterval: 10 * time.Second})
+			want := barrierReady()
+			for _, e := range eps {
+				if e.barrier != want || (e.own.hdr.barrier == 1) != want {
+					t.Fatalf("rank %d: barrier %v, header %d; want %v", e.rank, e.barrier, e.own.hdr.barrier, want)
+				}
+				for r, p := range e.peers {
+					if p.relaxed != want {
+						t.Fatalf("rank %d publishes to rank %d relaxed=%v, want %v", e.rank, r, p.relaxed, want)
+					}
+				}
+			}
+			got := make(chan transport.Notice, 1)
+			eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+			buf := mem.Alloc(64)
+			t.Cleanup(func() { mem.Free(buf) })
+			key, err := eps[1].Expose(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := eps[0].Region(1, key, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const bound = 2 * time.Second
+			for i := 0; i < 200; i++ {
+				// Wait until the progress goroutine sleeps (or is about to).
+				for eps[1].own.hdr.sleepers.Load() == 0 {
+					runtime.Gosched()
+				}
+				data := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
+				if err := r.Put(8*(i%8), data, transport.Notice{Kind: transport.NoticeTag, Tag: int32(i)}, nil); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case n := <-got:
+					if n.Tag != int32(i) {
+						t.Fatalf("notice %d arrived as tag %d", i, n.Tag)
+					}
+					if buf[8*(i%8)] != byte(i) {
+						t.Fatalf("notice %d arrived before its data", i)
+					}
+				case <-time.After(bound):
+					t.Fatalf("notice %d, published while the progress goroutine slept, not handled within %v", i, bound)
+				}
+			}
+		})
 	}
 }

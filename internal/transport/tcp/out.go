@@ -243,6 +243,13 @@ func (o *outConn) take(id uint32) (call, bool) {
 	return cl, true
 }
 
+// awaiting reports whether calls wait for their replies.
+func (o *outConn) awaiting() bool {
+	o.cmu.Lock()
+	defer o.cmu.Unlock()
+	return o.head < len(o.calls)
+}
+
 // failCalls fails every pending call, and every later one, with err.
 func (o *outConn) failCalls(err error) {
 	o.cmu.Lock()

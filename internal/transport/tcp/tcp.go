@@ -487,6 +487,53 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 	return first
 }
 
+// FlushLocal waits until the operations issued to target are complete at
+// this end (transport.LocalFlusher). A put, an accumulate and a message
+// are written to the connection before their call returns, so their
+// buffers are free at once; only the results of gets and fetching
+// atomics wait for the peer's replies. So FlushLocal returns at once
+// unless calls wait for replies, and then flushes, the flush's answer
+// coming after theirs.
+func (e *Endpoint) FlushLocal(ctx context.Context, target int) error {
+	if !e.open() {
+		return transport.ErrClosed
+	}
+	p, err := e.peer(target)
+	if err != nil || p == nil {
+		if err == nil {
+			err = ctx.Err()
+		}
+		return err
+	}
+	if o := p.out.Load(); o == nil || !o.awaiting() {
+		if err := p.err(); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
+	return e.Flush(ctx, target)
+}
+
+// FlushLocalAll is FlushLocal for every target.
+func (e *Endpoint) FlushLocalAll(ctx context.Context) error {
+	if !e.open() {
+		return transport.ErrClosed
+	}
+	var first error
+	for r, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		if err := e.FlushLocal(ctx, r); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
 // SendAM delivers hdr and payload to target's handler id, in order with
 // the other active messages to target. It writes on the calling goroutine
 // (so it may wait while the target's receive buffer is full) and consumes

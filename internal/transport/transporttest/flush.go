@@ -74,3 +74,46 @@ func testFlush(t *testing.T, f factory) {
 		t.Errorf("FlushAll with a cancelled context: %v", err)
 	}
 }
+
+// testFlushLocal checks local completion through transport.FlushLocal
+// (the endpoint's own if it is a LocalFlusher, else its Flush): after
+// it, the sources of the puts issued before may be overwritten without
+// changing what the target receives, and the gets' results are in place.
+func testFlushLocal(t *testing.T, f factory) {
+	const n, ops, chunk = 2, 16, 512
+	e := newEnv(t, f, n)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	buf, key := e.expose(1, ops*chunk)
+	r := e.region(0, 1, key, ops*chunk)
+	srcs := make([][]byte, ops)
+	for i := range srcs {
+		srcs[i] = pattern(uint64(100+i), chunk)
+		e.must(r.Put(i*chunk, srcs[i], noNotice, nil), "Put %d", i)
+	}
+	e.must(transport.FlushLocal(ctx, e.eps[0], 1), "FlushLocal(1) after puts")
+	for i := range srcs {
+		clear(srcs[i]) // the buffers are the caller's again
+	}
+	e.must(e.eps[0].Flush(ctx, 1), "Flush(1) after FlushLocal")
+	for i := 0; i < ops; i++ {
+		checkBytes(t, "target after FlushLocal, the sources cleared, then Flush", buf[i*chunk:(i+1)*chunk], pattern(uint64(100+i), chunk))
+	}
+
+	dsts := make([][]byte, ops)
+	for i := range dsts {
+		dsts[i] = filled(chunk)
+		e.must(r.Get(i*chunk, dsts[i], noNotice, nil), "Get %d", i)
+	}
+	e.must(transport.FlushLocalAll(ctx, e.eps[0]), "FlushLocalAll after gets")
+	for i, d := range dsts {
+		checkBytes(t, "Get result after FlushLocalAll", d, pattern(uint64(100+i), chunk))
+	}
+	if lf, ok := e.eps[0].(transport.LocalFlusher); ok {
+		for _, tg := range []int{-1, n} {
+			if err := lf.FlushLocal(ctx, tg); err == nil {
+				t.Errorf("FlushLocal(%d) in a world of %d: no error", tg, n)
+			}
+		}
+	}
+}

@@ -81,6 +81,7 @@ func Run(t *testing.T, newEndpoints func(t *testing.T, n int) []transport.Endpoi
 		{"AMOrder", testAMOrder},
 		{"AMReply", testAMReply},
 		{"Flush", testFlush},
+		{"FlushLocal", testFlushLocal},
 		{"Unexpose", testUnexpose},
 		{"Close", testClose},
 		{"PeerFailure", testPeerFailure},

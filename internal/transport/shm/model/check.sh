@@ -42,8 +42,11 @@ runs=(
 	"live-progress-3x1-no-fail-ring|pass|-DLIVE -DNO_WAITER -DK=1 -DNO_FAIL_RING|live"
 	"safety-both-2x1-headseen|pass|-DHEADSEEN -DNPROD=2 -DK=1|safety"
 	"safety-progress-3x1-headseen|pass|-DHEADSEEN -DNO_WAITER -DK=1|safety"
+	# the fallback without membarrier: fenced publishes, no barrier
+	"fenced-safety-both-2+1|pass|-DFENCED_PUBLISH $both|safety"
+	"fenced-live-both-2x1|pass|-DFENCED_PUBLISH -DLIVE -DNPROD=2 -DK=1|live"
 )
-for bug in BUG_SLEEPERS_EARLY BUG_NO_LOOK BUG_DEQ_EARLY BUG_NO_RECHECK; do
+for bug in BUG_SLEEPERS_EARLY BUG_NO_LOOK BUG_DEQ_EARLY BUG_NO_RECHECK BUG_NO_MEMBARRIER; do
 	runs+=(
 		"$bug-progress-3x2|error|-D$bug -DNO_WAITER|safety"
 		"$bug-waiter-3x2|error|-D$bug -DNO_PROGRESS|safety"
@@ -55,7 +58,7 @@ runs+=(
 	"BUG_PROGRESS_SLEEP-both-2+1|error|-DBUG_PROGRESS_SLEEP $both|safety"
 	"BUG_PROGRESS_SLEEP-live-both-2x1|error|-DBUG_PROGRESS_SLEEP -DLIVE -DNPROD=2 -DK=1|live"
 	# a registration by release store: shows that the store buffers are modelled
-	"BUG_RELEASE_PREPARE-waiter-3x2|error|-DBUG_RELEASE_PREPARE -DNO_PROGRESS|safety"
+	"BUG_RELEASE_PREPARE-waiter-3x2|error|-DBUG_RELEASE_PREPARE -DFENCED_PUBLISH -DNO_PROGRESS|safety"
 	# lost wake-ups break the liveness property too
 	"BUG_SLEEPERS_EARLY-live-progress-3x1|error|-DBUG_SLEEPERS_EARLY -DLIVE -DNO_WAITER -DK=1|live"
 	"BUG_NO_LOOK-live-waiter-3x1|error|-DBUG_NO_LOOK -DLIVE -DNO_PROGRESS -DK=1|live"

@@ -37,6 +37,16 @@
  * produces, because every handler empties the buffer. NO_TSO makes the
  * release stores sequentially consistent.
  *
+ * The producers publish a slot with a release store of its seq too
+ * (slot.storeSeq with ctl.relaxed), kept in bseq[p] until Memory makes
+ * it visible, and load sleepers (ring) while it may still be there; the
+ * producer's next locked instruction (the CAS on enq) waits for it. What
+ * makes that safe is the consumers' global barrier, membarrier(2), which
+ * they run after they register as sleepers and before their last look
+ * (Endpoint.lastLook): it empties every producer's store buffer at once.
+ * FENCED_PUBLISH models the fallback for kernels without the barrier: the
+ * seq store is sequentially consistent and nobody runs the barrier.
+ *
  * The doorbell. bell is a uint32 that futex compares with a ticket. It is
  * modelled exactly, without a counter and without wrap-around: rung[c]
  * says whether bell was incremented since consumer c loaded its ticket.
@@ -72,6 +82,12 @@
  *   NO_FAIL_RING        producers do not ring when the ring is full (the
  *                       properties still hold: that ring is a hint)
  *   NO_ENGINE_WAKE      handlers do not call the engine's wake
+ *   BUG_NO_MEMBARRIER   the consumers do not run the global barrier
+ *                       before their last look, while the producers
+ *                       publish with release stores
+ *   FENCED_PUBLISH      the producers publish with an SC store (XCHG, or
+ *                       MOV and a locked instruction), and the consumers
+ *                       run no barrier: a kernel without membarrier
  *   NO_TSO              the consumers' release stores are SC
  *   HEADSEEN            model ctl.headSeen literally (see Producer)
  *   NO_WAITER, NO_PROGRESS  leave a consumer out
@@ -135,6 +151,45 @@ byte bsl = NONE;                /* the Waiter's store to sleepers not yet visibl
 #define DEQ(c)    (bdeq[c] != NONE -> bdeq[c] : deq)    /* store forwarding */
 #define HELD(c)   (bunl[c] -> 0 : draining)
 #endif
+
+/* store buffers of the producers' threads: a published seq (pos + 1) not
+ * yet visible, or NONE */
+byte bseq[NPROD];
+#ifdef FENCED_PUBLISH
+#define PFENCED(p) (1)
+#else
+#define PFENCED(p) (bseq[p] == NONE)
+#endif
+
+/* producer p's buffered seq store becomes visible */
+inline pflush(p) {
+	atomic {
+		if
+		:: bseq[p] != NONE -> seq[(bseq[p] - 1) % SLOTS] = bseq[p]; bseq[p] = NONE
+		:: else -> skip
+		fi
+	}
+}
+
+/* membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) by consumer c
+ * (Endpoint.lastLook): a syscall, so c's own buffer is empty first, and
+ * every producer's buffered store is visible when it returns. */
+inline membarrier(c) {
+#if !defined(FENCED_PUBLISH) && !defined(BUG_NO_MEMBARRIER)
+	atomic {
+		FENCED(c) ->
+		for (i : 0 .. NPROD - 1) {
+			if
+			:: bseq[i] != NONE -> seq[(bseq[i] - 1) % SLOTS] = bseq[i]; bseq[i] = NONE
+			:: else -> skip
+			fi
+		};
+		i = 0
+	}
+#else
+	skip
+#endif
+}
 
 /* the engine (internal/engine) and the checker's bookkeeping */
 byte esl;                       /* Comm.sleepers (signal.go: sleepWait) */
@@ -270,8 +325,11 @@ inline poll() {
 	fi
 }
 
-/* The Memory process: the store buffers drain in program order, at any
- * time (for the Waiter: sleepers, then deq, then the unlock). */
+/* The Memory process: the consumers' store buffers drain in program
+ * order, at any time (for the Waiter: sleepers, then deq, then the
+ * unlock). A producer's buffer is drained by the producer itself
+ * (pflush), so that weak fairness bounds the time a store waits there, as
+ * hardware does. */
 proctype Memory()
 {
 end_mem:
@@ -326,7 +384,7 @@ try:		/* tryPush */
 #endif
 cas:
 		if
-		:: atomic { enq == pos -> enq = pos + 1 }       /* hdr.enq.CompareAndSwap(pos, pos+1) */
+		:: atomic { PFENCED(me) && enq == pos -> enq = pos + 1 }       /* hdr.enq.CompareAndSwap(pos, pos+1) */
 		:: else ->
 #ifdef BUG_NO_RECHECK
 			pos = enq; goto cas
@@ -342,9 +400,19 @@ cas:
 			assert(pos - deq < SLOTS);
 			slsrc[pos % SLOTS] = me;        /* s.src, s.kind, ... (plain) */
 			slk[pos % SLOTS] = k;
-			seq[pos % SLOTS] = pos + 1;     /* s.seq.Store(pos + 1) */
+#ifdef FENCED_PUBLISH
+			seq[pos % SLOTS] = pos + 1;     /* s.storeSeq(pos + 1, false) */
+#else
+			bseq[me] = pos + 1;             /* s.storeSeq(pos + 1, true): into the store buffer */
+#endif
 			pos = 0
 		};
+		/* the buffered seq may become visible before the load of
+		 * sleepers in ring, or after it (below) */
+		if
+		:: pflush(me)
+		:: skip
+		fi;
 #ifdef BUG_SLEEPERS_EARLY
 		if
 		:: s -> s = 0; bell_add(); futex_wake_all()
@@ -353,6 +421,7 @@ cas:
 #else
 		ring();                                 /* e.ring(t) */
 #endif
+		pflush(me);
 		k++
 	od;
 	goto finish;
@@ -376,6 +445,7 @@ proctype Progress()
 	bit did = 0;
 	bit ok = 0;
 	bit p = 0;
+	byte i = 0;
 
 top:
 	do
@@ -402,6 +472,7 @@ top:
 		rung[PG] = 0;                                   /* b := hdr.bell.Load() */
 		atomic { FENCED(PG) -> sleepers++ };            /* hdr.sleepers.Add(1) */
 #ifndef BUG_NO_LOOK
+		membarrier(PG);                                 /* e.lastLook() */
 #ifdef BUG_PROGRESS_SLEEP
 		/* if e.pendingRacy() { sleepers.Add(-1); continue } */
 		if
@@ -456,6 +527,7 @@ inline prepare() {
 proctype Waiter()
 {
 	byte want;
+	byte i = 0;
 	byte d = 0;
 	byte s = 0;
 	byte kk = 0;
@@ -501,7 +573,8 @@ proctype Waiter()
 			goto done
 		:: else -> skip
 		fi;
-		/* s.Sleep(t, d): if !e.pendingRacy() { futexSleep(&bell, t, d) } */
+		/* s.Sleep(t, d): e.lastLook(); if !e.pendingRacy() { futexSleep(&bell, t, d) } */
+		membarrier(WT);
 		if
 		:: HELD(WT) -> go = 0                   /* pendingRacy: false while draining is held */
 		:: else -> pending(WT, go)
@@ -545,6 +618,8 @@ init {
 		slsrc[0] = NONE; slsrc[1] = NONE;
 		slk[0] = NONE; slk[1] = NONE;
 		bdeq[PG] = NONE; bdeq[WT] = NONE;
+		for (i : 0 .. NPROD - 1) { bseq[i] = NONE };
+		i = 0;
 		do
 		:: i < NPROD -> run Producer(i); i++
 		:: else -> break

@@ -1,0 +1,57 @@
+package shm
+
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// The handshake between a producer that publishes a notice and a
+// consumer that goes to sleep is Dekker's: the producer stores the slot's
+// sequence and then loads the count of sleepers; the consumer adds itself
+// to that count and then looks at the slot. On amd64 a plain store may
+// wait in the store buffer while a later load goes ahead, so one side
+// needs a fence between its store and its load. Producers publish all the
+// time and consumers sleep rarely, so the consumer pays: before its last
+// look it calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which runs a
+// full memory barrier on every processor that runs a thread of a process
+// registered for it. After the call, either the producer's store is
+// visible to the consumer's look, or the producer's load of the count
+// comes after the barrier and sees the consumer. Producers then publish
+// with a plain (release) store, and neither wait for their stores to
+// reach the consumer nor make the consumer's line wait for a locked
+// instruction.
+//
+// A process whose kernel refuses the registration (before Linux 4.16, or
+// under a seccomp filter) says so in its control segment (header.barrier
+// stays 0), and its producers, and every producer that targets it,
+// publish with a fenced store as before.
+
+// Commands of membarrier(2).
+const (
+	membarrierQuery                   = 0
+	membarrierGlobalExpedited         = 1 << 1
+	membarrierRegisterGlobalExpedited = 1 << 2
+)
+
+var barrierOnce = sync.OnceValue(func() bool {
+	r, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierQuery, 0, 0)
+	want := uintptr(membarrierGlobalExpedited | membarrierRegisterGlobalExpedited)
+	if errno != 0 || r&want != want {
+		return false
+	}
+	_, _, errno = unix.Syscall(unix.SYS_MEMBARRIER, membarrierRegisterGlobalExpedited, 0, 0)
+	return errno == 0
+})
+
+// barrierReady registers this process for global expedited memory
+// barriers, once, and reports whether it could. A variable for tests,
+// which make the kernel refuse.
+var barrierReady = barrierOnce
+
+// globalBarrier runs a full memory barrier on every processor running a
+// thread of a registered process (the caller's included); the caller must
+// have seen barrierReady report true.
+func globalBarrier() {
+	unix.Syscall(unix.SYS_MEMBARRIER, membarrierGlobalExpedited, 0, 0)
+}
