@@ -135,11 +135,20 @@ func (c *Comm) wait(ctx context.Context, cond func() bool) error {
 // the wait then leaves polling to it.
 func (c *Comm) waitPolling(ctx context.Context, self bool, cond func() bool) error {
 	if p := c.poller; p != nil {
+		for c.sleeper != nil {
+			if c.pollWait(ctx, p, self, cond) {
+				return nil
+			}
+			if done, err := c.sleepWait(ctx, self, cond); done || err != nil {
+				return err
+			}
+			// Woken early by an arrival that did not end the wait: more
+			// may follow at once (a stream of notices counted towards
+			// a threshold), and a sleeper pays a wake-up, two system
+			// calls, for each. Poll again before sleeping again.
+		}
 		if c.pollWait(ctx, p, self, cond) {
 			return nil
-		}
-		if c.sleeper != nil {
-			return c.sleepWait(ctx, self, cond)
 		}
 		p.Park()
 	} else if c.spinFor(cond) {
@@ -246,7 +255,12 @@ var sleepMax = 2 * time.Millisecond
 // waiter sleeps on the transport's doorbell, which producers ring, and
 // polls when woken, so that an arrival wakes this thread directly. Wakers
 // of the engine (wake) ring it too, and so does the end of ctx.
-func (c *Comm) sleepWait(ctx context.Context, self bool, cond func() bool) error {
+//
+// It reports done when cond became true (or with the error that ended
+// the wait), and not done when a sleep ended well before its time: the
+// doorbell rang for something that did not satisfy cond, and the caller
+// polls again.
+func (c *Comm) sleepWait(ctx context.Context, self bool, cond func() bool) (done bool, err error) {
 	s := c.sleeper
 	c.sleepers.Add(1)
 	defer c.sleepers.Add(-1)
@@ -269,18 +283,22 @@ func (c *Comm) sleepWait(ctx context.Context, self bool, cond func() bool) error
 			s.Poll()
 		}
 		if cond() {
-			return nil
+			return true, nil
 		}
 		if ctx.Err() != nil {
-			return c.stopErr(ctx)
+			return true, c.stopErr(ctx)
 		}
 		select {
 		case <-c.abort:
-			return c.abortError()
+			return true, c.abortError()
 		default:
 		}
 		prepared = false
+		start := time.Now()
 		s.Sleep(t, sleepMax)
+		if time.Since(start) < sleepMax/2 {
+			return false, nil
+		}
 	}
 }
 

@@ -254,3 +254,50 @@ func TestSpinForPolicy(t *testing.T) {
 		}
 	})
 }
+
+// wakingSleeper is a scriptedPoller that is a transport.Sleeper whose
+// every Sleep ends at once, as if an arrival rang the doorbell.
+type wakingSleeper struct {
+	scriptedPoller
+	sleeps int
+}
+
+func (s *wakingSleeper) Prepare() uint32             { return 0 }
+func (s *wakingSleeper) Sleep(uint32, time.Duration) { s.sleeps++ }
+func (s *wakingSleeper) Cancel()                     {}
+func (s *wakingSleeper) Wake()                       {}
+
+// TestWaitPollsAfterEarlyWake: a waiter whose sleep on the doorbell ends
+// early (an arrival that did not satisfy it: one notice of a stream it
+// counts) polls again, as at the start of its wait, rather than sleep at
+// once again: a sleeper costs each later arrival a wake-up, two system
+// calls, where a poller costs it a load.
+func TestWaitPollsAfterEarlyWake(t *testing.T) {
+	eps, err := local.New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checks atomic.Int32
+	s := &wakingSleeper{scriptedPoller: scriptedPoller{Endpoint: eps[0], checks: &checks, firstYield: -1}}
+	c := New(s, nil, nil)
+	t.Cleanup(func() { _ = c.Close() })
+	if c.sleeper == nil || c.poller == nil {
+		t.Fatal("the scripted endpoint is not taken for a Sleeper")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	pollsAtSleep := -1
+	err = c.waitPolling(ctx, false, func() bool {
+		if s.sleeps > 0 && pollsAtSleep < 0 {
+			pollsAtSleep = s.polls
+		}
+		// Satisfied after 50 polls since the first sleep.
+		return pollsAtSleep >= 0 && s.polls-pollsAtSleep >= 50
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.sleeps != 1 {
+		t.Errorf("%d sleeps, want 1: after a sleep that ended early the waiter slept again instead of polling", s.sleeps)
+	}
+}
