@@ -3,36 +3,14 @@ package async_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/async"
 	"github.com/narma-rma/narma/internal/transport/local"
+	"github.com/narma-rma/narma/internal/transport/transporttest"
 )
-
-// flushCounter is an inner endpoint that counts its flushes of each kind
-// (a transport.LocalFlusher).
-type flushCounter struct {
-	transport.Endpoint
-	flushes, localFlushes atomic.Int32
-}
-
-func (f *flushCounter) Flush(ctx context.Context, t int) error {
-	f.flushes.Add(1)
-	return f.Endpoint.Flush(ctx, t)
-}
-
-func (f *flushCounter) FlushLocal(ctx context.Context, t int) error {
-	f.localFlushes.Add(1)
-	return f.Endpoint.Flush(ctx, t)
-}
-
-func (f *flushCounter) FlushLocalAll(ctx context.Context) error {
-	f.localFlushes.Add(1)
-	return f.Endpoint.FlushAll(ctx)
-}
 
 // TestFlushLocal: FlushLocal waits until the worker has executed the
 // operations issued before it (until then it reads their sources), and
@@ -45,7 +23,7 @@ func TestFlushLocal(t *testing.T) {
 	}
 	counters := make([]transport.Endpoint, len(inner))
 	for i, e := range inner {
-		counters[i] = &flushCounter{Endpoint: e}
+		counters[i] = &transporttest.FlushCounter{Endpoint: e}
 	}
 	eps := async.Wrap(counters)
 	t.Cleanup(func() {
@@ -53,7 +31,7 @@ func TestFlushLocal(t *testing.T) {
 			e.Close()
 		}
 	})
-	fc := counters[0].(*flushCounter)
+	fc := counters[0].(*transporttest.FlushCounter)
 	m, key := expose(t, eps[1], 64)
 	r := region(t, eps[0], 1, key, len(m))
 	ctx := ctxT(t)
@@ -75,14 +53,14 @@ func TestFlushLocal(t *testing.T) {
 		t.Fatalf("FlushLocal while the worker is held up: %v, want the context's deadline", err)
 	}
 	close(b.release)
-	lf0, f0 := fc.localFlushes.Load(), fc.flushes.Load()
+	lf0, f0 := fc.LocalFlushes.Load(), fc.Flushes.Load()
 	if err := eps[0].(transport.LocalFlusher).FlushLocal(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	if string(m[16:32]) != string(src) {
 		t.Fatalf("after FlushLocal the target holds %q, want %q", m[16:32], src)
 	}
-	if lf, f := fc.localFlushes.Load()-lf0, fc.flushes.Load()-f0; lf != 1 || f != 0 {
+	if lf, f := fc.LocalFlushes.Load()-lf0, fc.Flushes.Load()-f0; lf != 1 || f != 0 {
 		t.Errorf("FlushLocal made %d local and %d full flushes of the inner endpoint, want 1 and 0", lf, f)
 	}
 	if err := eps[0].(transport.LocalFlusher).FlushLocalAll(ctx); err != nil {
@@ -91,7 +69,7 @@ func TestFlushLocal(t *testing.T) {
 	if err := eps[0].Flush(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if lf, f := fc.localFlushes.Load()-lf0, fc.flushes.Load()-f0; lf != 2 || f != 1 {
+	if lf, f := fc.LocalFlushes.Load()-lf0, fc.Flushes.Load()-f0; lf != 2 || f != 1 {
 		t.Errorf("FlushLocal, FlushLocalAll and Flush made %d local and %d full flushes of the inner endpoint, want 2 and 1", lf, f)
 	}
 }
