@@ -143,7 +143,7 @@ func (a *Array[T]) Put(image, offset int, src []T, opts ...PutOption) error {
 	} else if err := a.put(image, offset, src); err != nil {
 		return err
 	}
-	return a.w.FlushLocal(im.c.Context(), image)
+	return a.w.Flush(im.c.Context(), image)
 }
 
 // put issues a put without a notify variable: plain where no event is

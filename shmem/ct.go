@@ -115,7 +115,7 @@ func PutCT[T narma.Elem](ctx context.Context, ct *CT, dst Sym[T], src []T, pe in
 	if err := putCT(ct, "PutCT", dst, src, pe); err != nil {
 		return err
 	}
-	return ct.w.win.FlushLocal(ctx, pe)
+	return ct.w.win.Flush(ctx, pe)
 }
 
 // PutCTNBI is the nonblocking PutCT: it returns at once, and src must not

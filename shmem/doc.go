@@ -42,8 +42,9 @@
 //     length) is therefore a remote address valid on every PE. Typed
 //     access goes through narma.As views of the window, one per element
 //     type.
-//   - Put, Get, P and G are narma Put and Get followed by FlushLocal or
-//     Flush of the target; the NBI forms skip the flush, and Quiet
+//   - Put, Get, P and G are narma Put and Get followed by a Flush of the
+//     target (so a Put's data is in place at the target when it returns,
+//     more than OpenSHMEM asks); the NBI forms skip the flush, and Quiet
 //     (narma FlushAll) completes them. Fence is FlushAll too: narma does
 //     not order puts, so ordering them means completing them.
 //   - BarrierAll is Quiet and a Comm barrier; Barrier over a set of PEs is

@@ -7,14 +7,13 @@ import (
 )
 
 // Put copies src into the first len(src) elements of dst on PE pe
-// (shmem_put). It returns when src may be reused: narma completes an
-// operation at both ends together, so the data is then also in place at
-// pe. dst must hold len(src) elements (narma.ErrBounds otherwise).
+// (shmem_put). It returns when src may be reused and, more than
+// OpenSHMEM asks, when the data is in place at pe. dst must hold len(src) elements (narma.ErrBounds otherwise).
 func Put[T narma.Elem](ctx context.Context, w *World, dst Sym[T], src []T, pe int) error {
 	if err := put(w, "Put", dst, src, pe); err != nil {
 		return err
 	}
-	return w.win.FlushLocal(ctx, pe)
+	return w.win.Flush(ctx, pe)
 }
 
 // PutNBI is the nonblocking Put (shmem_put_nbi): it returns at once, and
@@ -74,7 +73,7 @@ func P[T narma.Elem](ctx context.Context, w *World, dst Sym[T], v T, pe int) err
 	if err := vw.win.Put(vw.one[:], pe, dst.off); err != nil {
 		return err
 	}
-	return w.win.FlushLocal(ctx, pe)
+	return w.win.Flush(ctx, pe)
 }
 
 // G returns the value of the element src on PE pe (shmem_g); src must be

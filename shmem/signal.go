@@ -27,7 +27,7 @@ func PutSignal[T narma.Elem](ctx context.Context, w *World, dst Sym[T], src []T,
 	if err := putSignal(w, "PutSignal", dst, src, sig, value, op, pe); err != nil {
 		return err
 	}
-	return w.win.FlushLocal(ctx, pe)
+	return w.win.Flush(ctx, pe)
 }
 
 // PutSignalNBI is the nonblocking PutSignal (shmem_put_signal_nbi): it

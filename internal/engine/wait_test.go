@@ -284,6 +284,10 @@ func TestWaitPollsAfterEarlyWake(t *testing.T) {
 	if c.sleeper == nil || c.poller == nil {
 		t.Fatal("the scripted endpoint is not taken for a Sleeper")
 	}
+	// The scripted sleep returns at once; with an hour's sleepMax no
+	// scheduling delay can make it look like a sleep that ran its time.
+	defer func(d time.Duration) { sleepMax = d }(sleepMax)
+	sleepMax = time.Hour
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	pollsAtSleep := -1

@@ -15,7 +15,8 @@ import (
 // time and consumers sleep rarely, so the consumer pays: before its last
 // look it calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which runs a
 // full memory barrier on every processor that runs a thread of a process
-// registered for it. After the call, either the producer's store is
+// registered for it (every narma process that could register, and any
+// other program that did). After the call, either the producer's store is
 // visible to the consumer's look, or the producer's load of the count
 // comes after the barrier and sees the consumer. Producers then publish
 // with a plain (release) store, and neither wait for their stores to
@@ -51,7 +52,8 @@ var barrierReady = barrierOnce
 
 // globalBarrier runs a full memory barrier on every processor running a
 // thread of a registered process (the caller's included); the caller must
-// have seen barrierReady report true.
-func globalBarrier() {
-	unix.Syscall(unix.SYS_MEMBARRIER, membarrierGlobalExpedited, 0, 0)
+// have seen barrierReady report true. It reports whether the kernel did.
+func globalBarrier() bool {
+	_, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierGlobalExpedited, 0, 0)
+	return errno == 0
 }

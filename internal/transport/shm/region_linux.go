@@ -11,21 +11,29 @@ import (
 // target's ring: the ring's publishing store orders the notice after the
 // data. Every operation is complete at the target when it returns.
 
-// Put copies src into the target's memory at off, then queues n.
+// smallPut is the largest notified put that claims its notice's slot
+// before it writes its data (ring_linux.go). A larger one writes first:
+// the consumer takes no notice behind a claimed slot, and a long copy,
+// or a producer stopped in the middle of one, would hold them all up.
+const smallPut = 512
+
+// Put copies src into the target's memory at off, then queues n; a small
+// notified put claims n's slot first.
 func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Completion) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	if n.Kind == transport.NoticeNone {
-		return local.PutAt(r.mem, off, src)
-	}
-	if off < 0 || off > len(r.mem) || len(src) > len(r.mem)-off {
-		return local.PutAt(r.mem, off, src) // its error
+	if n.Kind == transport.NoticeNone || len(src) > smallPut || off < 0 || len(src) > len(r.mem)-off {
+		if err := local.PutAt(r.mem, off, src); err != nil {
+			return err
+		}
+		return r.noticeAfter(n)
 	}
 	t := r.ep.peers[r.target]
 	for spin := 0; ; spin++ {
 		if pos, ok := t.tryClaim(); ok {
 			copy(r.mem[off:], src)
+			raceRelease()
 			t.publish(pos, r.ep.rank, r.key, n)
 			r.ep.ring(t)
 			return nil

@@ -649,11 +649,23 @@ func (e *Endpoint) Park() {
 
 // Prepare registers the caller as a sleeper on the endpoint's doorbell
 // and returns the doorbell's count as its ticket (transport.Sleeper):
-// from now on every producer rings, and every ring changes the count.
+// from now on every producer rings, and every ring changes the count. It
+// runs the sleepers' global barrier (lastLook) after the registration and
+// the ticket, so that the caller's next look sees every notice published
+// before (whether or not its producer saw the registration and rang).
 func (e *Endpoint) Prepare() uint32 {
 	hdr := e.own.hdr
 	hdr.sleepers.Add(1)
-	return hdr.bell.Load()
+	t := hdr.bell.Load()
+	// The barrier comes after the ticket: a producer that rang before
+	// the ticket was taken may still hold its notice in its store
+	// buffer, and the caller's next look must see it.
+	if !e.lastLook() {
+		// Producers may not see the registration: a ticket that is not
+		// the doorbell's count makes the Sleep return at once.
+		t++
+	}
+	return t
 }
 
 // Sleep sleeps on the endpoint's doorbell for at most d, unless it rang
@@ -661,7 +673,6 @@ func (e *Endpoint) Prepare() uint32 {
 // the ticket), and ends that registration (transport.Sleeper).
 func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
 	hdr := e.own.hdr
-	e.lastLook()
 	if !e.pendingRacy() && !e.closed.Load() {
 		futexSleep(&hdr.bell, ticket, d)
 	}
@@ -903,7 +914,11 @@ func (e *Endpoint) progress() {
 		}
 		b := hdr.bell.Load()
 		hdr.sleepers.Add(1)
-		e.lastLook()
+		if !e.lastLook() {
+			hdr.sleepers.Add(^uint32(0))
+			runtime.Gosched()
+			continue
+		}
 		if e.draining.held() {
 			// Another goroutine drains, and may have made its last
 			// look before an arrival whose producer found nobody
@@ -931,13 +946,13 @@ func (e *Endpoint) progress() {
 }
 
 // lastLook is called by a sleeper after it registered (hdr.sleepers) and
-// before it looks for arrivals a last time: producers that publish with
+// before it looks for arrivals a last time (in Prepare, for the engine's
+// waiters, whose Poll after it is that look): producers that publish with
 // release stores (ctl.relaxed) rely on it to make their stores visible
-// to that look, or their load of hdr.sleepers see the registration.
-func (e *Endpoint) lastLook() {
-	if e.barrier {
-		globalBarrier()
-	}
+// to that look, or their load of hdr.sleepers see the registration. It
+// reports false if the barrier failed: the caller must then not sleep.
+func (e *Endpoint) lastLook() bool {
+	return !e.barrier || globalBarrier()
 }
 
 // pendingRacy is pending for a goroutine that does not hold draining: a

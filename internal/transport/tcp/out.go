@@ -86,11 +86,14 @@ type outConn struct {
 	spare atomic.Pointer[waiter] // a flush waiter to reuse: flushing allocates nothing
 
 	// Calls in the order sent: the target answers in that order.
-	cmu    sync.Mutex
-	calls  []call // calls[head:] are pending
-	head   int
-	lastID uint32
-	err    error // once set, calls fail with it at once
+	cmu   sync.Mutex
+	calls []call // calls[head:] are pending
+	head  int
+	// replying: the reader took a call off calls and has not finished
+	// it yet (its reply's payload may still be on its way into dst).
+	replying bool
+	lastID   uint32
+	err      error // once set, calls fail with it at once
 
 	lastSent atomic.Int64 // unix nanoseconds of the last write
 	// pingDue: the heartbeat wants a ping sent; the next writer sends
@@ -240,14 +243,24 @@ func (o *outConn) take(id uint32) (call, bool) {
 	cl := o.calls[o.head]
 	o.calls[o.head] = call{}
 	o.head++
+	o.replying = true // until the reader has finished the call (done)
 	return cl, true
 }
 
-// awaiting reports whether calls wait for their replies.
+// done says that the reader has finished the call take returned: its
+// reply is read into its buffer and its waiter told.
+func (o *outConn) done() {
+	o.cmu.Lock()
+	o.replying = false
+	o.cmu.Unlock()
+}
+
+// awaiting reports whether calls wait for their replies, or the reader
+// is still reading one into its buffer.
 func (o *outConn) awaiting() bool {
 	o.cmu.Lock()
 	defer o.cmu.Unlock()
-	return o.head < len(o.calls)
+	return o.head < len(o.calls) || o.replying
 }
 
 // failCalls fails every pending call, and every later one, with err.
@@ -354,6 +367,7 @@ func (o *outConn) readReplies() {
 		} else {
 			cl.finish(nil)
 		}
+		o.done()
 	}
 }
 

@@ -109,6 +109,24 @@ func testFlushLocal(t *testing.T, f factory) {
 	for i, d := range dsts {
 		checkBytes(t, "Get result after FlushLocalAll", d, pattern(uint64(100+i), chunk))
 	}
+	// Large gets, whose replies take many reads to arrive: FlushLocal
+	// must wait for the last byte of each, not only for its header.
+	const big = 256 << 10
+	bbuf, bkey := e.expose(1, 4*big)
+	copy(bbuf, pattern(7, 4*big))
+	e.must(e.eps[1].FlushAll(ctx), "FlushAll at the target")
+	br := e.region(0, 1, bkey, 4*big)
+	for round := 0; round < 4; round++ {
+		got := make([][]byte, 4)
+		for i := range got {
+			got[i] = filled(big)
+			e.must(br.Get(i*big, got[i], noNotice, nil), "large Get %d", i)
+		}
+		e.must(transport.FlushLocal(ctx, e.eps[0], 1), "FlushLocal(1) after large gets")
+		for i, g := range got {
+			checkBytes(t, "large Get result after FlushLocal", g, pattern(7, 4*big)[i*big:(i+1)*big])
+		}
+	}
 	if lf, ok := e.eps[0].(transport.LocalFlusher); ok {
 		for _, tg := range []int{-1, n} {
 			if err := lf.FlushLocal(ctx, tg); err == nil {

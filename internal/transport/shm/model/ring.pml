@@ -511,7 +511,7 @@ end_sleep:	asleep[PG] == 0;
 	od
 }
 
-/* Prepare: hdr.sleepers.Add(1); return hdr.bell.Load() */
+/* Prepare: hdr.sleepers.Add(1); t := hdr.bell.Load(); e.lastLook(); return t */
 inline prepare() {
 #ifdef BUG_RELEASE_PREPARE
 	d = sleepers;                                   /* a release store of sleepers+1 */
@@ -519,7 +519,8 @@ inline prepare() {
 #else
 	atomic { FENCED(WT) -> sleepers++ };
 #endif
-	rung[WT] = 0
+	rung[WT] = 0;
+	membarrier(WT)                                  /* e.lastLook(), after the ticket */
 }
 
 /* A waiter of the engine: Comm.waitPolling, the shm Endpoint being its
@@ -573,8 +574,7 @@ proctype Waiter()
 			goto done
 		:: else -> skip
 		fi;
-		/* s.Sleep(t, d): e.lastLook(); if !e.pendingRacy() { futexSleep(&bell, t, d) } */
-		membarrier(WT);
+		/* s.Sleep(t, d): if !e.pendingRacy() { futexSleep(&bell, t, d) } */
 		if
 		:: HELD(WT) -> go = 0                   /* pendingRacy: false while draining is held */
 		:: else -> pending(WT, go)
