@@ -269,7 +269,7 @@ func (w *Win) discard(t int, err error) {
 // Flush completes, at origin and target, every operation issued to target
 // in the current lock epoch. The lock stays held.
 func (w *Win) Flush(ctx context.Context, target int) error {
-	return w.flushOne(ctx, "Flush", target)
+	return w.flushOne(ctx, "Flush", target, false)
 }
 
 // FlushLocal completes at the origin every operation issued to target:
@@ -277,14 +277,10 @@ func (w *Win) Flush(ctx context.Context, target int) error {
 // operations are in place, while the target may not have applied a put
 // yet (transport.LocalFlusher). The lock stays held.
 func (w *Win) FlushLocal(ctx context.Context, target int) error {
-	return w.flushOne(ctx, "FlushLocal", target)
+	return w.flushOne(ctx, "FlushLocal", target, true)
 }
 
-// localFlush reports whether a flush of that name completes operations
-// at the origin only.
-func localFlush(name string) bool { return name == "FlushLocal" || name == "FlushLocalAll" }
-
-func (w *Win) flushOne(ctx context.Context, name string, target int) error {
+func (w *Win) flushOne(ctx context.Context, name string, target int, local bool) error {
 	if err := w.check(name); err != nil {
 		return err
 	}
@@ -294,10 +290,12 @@ func (w *Win) flushOne(ctx context.Context, name string, target int) error {
 	if w.lockKind[target] == 0 && !w.lockAll {
 		return opErr(name, w.c.rank, ErrEpoch, "rank %d is not locked", target)
 	}
-	return w.flush(ctx, name, target)
+	return w.flush(ctx, name, target, local)
 }
 
-func (w *Win) flush(ctx context.Context, name string, t int) error {
+// flush completes the operations issued to t: at the origin only if
+// local, else at both ends.
+func (w *Win) flush(ctx context.Context, name string, t int, local bool) error {
 	if !w.lockHeld[t] {
 		if len(w.queue[t]) == 0 {
 			return nil
@@ -310,7 +308,7 @@ func (w *Win) flush(ctx context.Context, name string, t int) error {
 		return nil
 	}
 	var err error
-	if localFlush(name) {
+	if local {
 		err = transport.FlushLocal(ctx, w.c.ep, t)
 	} else {
 		err = w.c.ep.Flush(ctx, t)
@@ -322,12 +320,12 @@ func (w *Win) flush(ctx context.Context, name string, t int) error {
 }
 
 // FlushAll flushes every locked target.
-func (w *Win) FlushAll(ctx context.Context) error { return w.flushAll(ctx, "FlushAll") }
+func (w *Win) FlushAll(ctx context.Context) error { return w.flushAll(ctx, "FlushAll", false) }
 
 // FlushLocalAll is FlushLocal for every locked target.
-func (w *Win) FlushLocalAll(ctx context.Context) error { return w.flushAll(ctx, "FlushLocalAll") }
+func (w *Win) FlushLocalAll(ctx context.Context) error { return w.flushAll(ctx, "FlushLocalAll", true) }
 
-func (w *Win) flushAll(ctx context.Context, name string) error {
+func (w *Win) flushAll(ctx context.Context, name string, local bool) error {
 	if err := w.check(name); err != nil {
 		return err
 	}
@@ -337,7 +335,7 @@ func (w *Win) flushAll(ctx context.Context, name string) error {
 	var first error
 	for t := range w.lockKind {
 		if w.lockAll || w.lockKind[t] != 0 {
-			if err := w.flush(ctx, name, t); err != nil && first == nil {
+			if err := w.flush(ctx, name, t, local); err != nil && first == nil {
 				first = err
 			}
 		}

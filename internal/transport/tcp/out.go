@@ -90,8 +90,9 @@ type outConn struct {
 	calls []call // calls[head:] are pending
 	head  int
 	// replying: the reader took a call off calls and has not finished
-	// it yet (its reply's payload may still be on its way into dst).
-	replying bool
+	// it yet (its reply's payload may still be on its way into dst). Set
+	// under cmu with the call's removal, cleared without it.
+	replying atomic.Bool
 	lastID   uint32
 	err      error // once set, calls fail with it at once
 
@@ -243,24 +244,20 @@ func (o *outConn) take(id uint32) (call, bool) {
 	cl := o.calls[o.head]
 	o.calls[o.head] = call{}
 	o.head++
-	o.replying = true // until the reader has finished the call (done)
+	o.replying.Store(true) // until the reader has finished the call (done)
 	return cl, true
 }
 
 // done says that the reader has finished the call take returned: its
 // reply is read into its buffer and its waiter told.
-func (o *outConn) done() {
-	o.cmu.Lock()
-	o.replying = false
-	o.cmu.Unlock()
-}
+func (o *outConn) done() { o.replying.Store(false) }
 
 // awaiting reports whether calls wait for their replies, or the reader
 // is still reading one into its buffer.
 func (o *outConn) awaiting() bool {
 	o.cmu.Lock()
 	defer o.cmu.Unlock()
-	return o.head < len(o.calls) || o.replying
+	return o.head < len(o.calls) || o.replying.Load()
 }
 
 // failCalls fails every pending call, and every later one, with err.
