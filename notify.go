@@ -26,9 +26,9 @@ type Notice struct {
 func Tag(tag int) Notice {
 	if tag < 0 || tag > MaxTag {
 		// Out of range: keep it negative so the call reports ErrTag.
-		return Notice{engine.Notice{Kind: engine.NoticeTag, Tag: -1}}
+		return Notice{engine.TagNotice(engine.NoticeTag, -1)}
 	}
-	return Notice{engine.Notice{Kind: engine.NoticeTag, Tag: int32(tag)}}
+	return Notice{engine.TagNotice(engine.NoticeTag, int32(tag))}
 }
 
 // Counter returns a notice that increments notification counter i of the
@@ -36,9 +36,9 @@ func Tag(tag int) Notice {
 // refused at the origin with ErrInvalidNotification.
 func Counter(i int) Notice {
 	if i < 0 || i > MaxTag {
-		return Notice{engine.Notice{Kind: engine.NoticeCounter, Tag: -1}}
+		return Notice{engine.TagNotice(engine.NoticeCounter, -1)}
 	}
-	return Notice{engine.Notice{Kind: engine.NoticeCounter, Tag: int32(i)}}
+	return Notice{engine.TagNotice(engine.NoticeCounter, int32(i))}
 }
 
 // SignalOp is the update a signal notice makes: SignalSet or SignalAdd.
@@ -58,7 +58,7 @@ func Signal(disp int, value uint64, op SignalOp) Notice {
 	if disp < 0 {
 		disp = -1 // reported as ErrBounds
 	}
-	return Notice{engine.Notice{Kind: engine.NoticeSignal, Op: engine.SignalOp(op), Offset: uint64(disp), Value: value}}
+	return Notice{engine.SignalNotice(engine.SignalOp(op), uint64(disp), value)}
 }
 
 // MaxTag is the largest tag of a notice or message.

@@ -24,13 +24,13 @@ func (p *racingPoller) Poll() bool { return p.PollNotices(nil) }
 func (p *racingPoller) PollNotices(h transport.NoticeHandler) bool {
 	did := len(p.bg)+len(p.polled) > 0
 	for _, src := range p.bg {
-		p.c.handleNotice(src, p.key, transport.Notice{Kind: transport.NoticeTag, Tag: 7})
+		p.c.handleNotice(src, p.key, transport.TagNotice(transport.NoticeTag, 7))
 	}
 	if h == nil {
 		h = p.c.handleNotice
 	}
 	for _, src := range p.polled {
-		h(src, p.key, transport.Notice{Kind: transport.NoticeTag, Tag: 7})
+		h(src, p.key, transport.TagNotice(transport.NoticeTag, 7))
 	}
 	p.bg, p.polled = nil, nil
 	return did

@@ -44,11 +44,11 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 			if err := w2.Lock(ctx, false, 0, 0); err != nil {
 				t.Fatal(err)
 			}
-			if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.Notice{Kind: transport.NoticeTag, Tag: 5}}); err != nil {
+			if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.TagNotice(transport.NoticeTag, 5)}); err != nil {
 				t.Fatal(err)
 			}
 			// And one of tag 6.
-			if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.Notice{Kind: transport.NoticeTag, Tag: 6}}); err != nil {
+			if err := w2.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.TagNotice(transport.NoticeTag, 6)}); err != nil {
 				t.Fatal(err)
 			}
 			if err := w2.Flush(ctx, 0); err != nil {
@@ -167,7 +167,7 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 			if err := w1.Lock(ctx, false, 0, 0); err != nil {
 				t.Fatal(err)
 			}
-			if err := w1.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.Notice{Kind: transport.NoticeTag, Tag: 8}}); err != nil {
+			if err := w1.Do(&Access{Kind: KindPut, Type: mem.Uint8, Target: 0, Notice: transport.TagNotice(transport.NoticeTag, 8)}); err != nil {
 				t.Fatal(err)
 			}
 			if err := w1.Unlock(ctx, 0); err != nil {

@@ -43,31 +43,31 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 	if w == nil {
 		return
 	}
-	switch n.Kind {
+	switch n.Kind() {
 	case transport.NoticeTag:
-		if n.Tag < 0 {
+		if n.Tag() < 0 {
 			// A negative tag would match like AnyTag: refuse it.
 			w.badNotices.Add(1)
 			return
 		}
-		w.inbox.push(int32(src), n.Tag)
+		w.inbox.push(int32(src), n.Tag())
 	case transport.NoticeCounter:
 		cs := w.counters.Load()
-		if cs == nil || n.Tag < 0 || int(n.Tag) >= len(cs.v) {
+		if cs == nil || n.Tag() < 0 || int(n.Tag()) >= len(cs.v) {
 			w.badNotices.Add(1)
 			return
 		}
-		cs.v[n.Tag].Add(1)
+		cs.v[n.Tag()].Add(1)
 	case transport.NoticeSignal:
-		if len(w.mem) < 8 || n.Offset > uint64(len(w.mem)-8) || n.Offset%8 != 0 {
+		if len(w.mem) < 8 || n.Offset() > uint64(len(w.mem)-8) || n.Offset()%8 != 0 {
 			w.badNotices.Add(1)
 			return
 		}
-		word := w.mem[n.Offset : n.Offset+8]
-		if n.Op == transport.SignalAdd {
-			mem.AtomicAdd64(word, n.Value)
+		word := w.mem[n.Offset() : n.Offset()+8]
+		if n.Op() == transport.SignalAdd {
+			mem.AtomicAdd64(word, n.Value())
 		} else {
-			mem.AtomicStore64(word, n.Value)
+			mem.AtomicStore64(word, n.Value())
 		}
 	default:
 		return
@@ -83,17 +83,17 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 // inbox are older and go first.
 func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) {
 	r := w.directReq
-	if key != w.key || n.Kind != transport.NoticeTag || n.Tag < 0 || r == nil || w.freed {
+	if key != w.key || n.Kind() != transport.NoticeTag || n.Tag() < 0 || r == nil || w.freed {
 		w.c.handleNotice(src, key, n)
 		return
 	}
 	w.inbox.drainFor(&w.mq, r)
-	if r.matched < r.count && (r.src == AnySource || r.src == int32(src)) && (r.tag == AnyTag || r.tag == n.Tag) {
+	if r.matched < r.count && (r.src == AnySource || r.src == int32(src)) && (r.tag == AnyTag || r.tag == n.Tag()) {
 		r.matched++
-		r.st = Status{Source: src, Tag: int(n.Tag)}
+		r.st = Status{Source: src, Tag: int(n.Tag())}
 		return
 	}
-	w.mq.Push(int32(src), n.Tag)
+	w.mq.Push(int32(src), n.Tag())
 }
 
 // publishKeys rebuilds the key-to-window map that handleNotice reads
@@ -109,29 +109,29 @@ func (c *Comm) publishKeys() {
 // checkNotice validates the notice of an operation to target before
 // anything is written.
 func (w *Win) checkNotice(name string, n *transport.Notice, target int) error {
-	switch n.Kind {
+	switch n.Kind() {
 	case transport.NoticeNone:
 		return nil
 	case transport.NoticeTag:
-		if n.Tag < 0 {
-			return opErr(name, w.c.rank, ErrTag, "notice tag %d is negative", n.Tag)
+		if n.Tag() < 0 {
+			return opErr(name, w.c.rank, ErrTag, "notice tag %d is negative", n.Tag())
 		}
 	case transport.NoticeCounter:
-		if n.Tag < 0 || int(n.Tag) >= w.ncounters[target] {
-			return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", n.Tag, target, w.ncounters[target])
+		if n.Tag() < 0 || int(n.Tag()) >= w.ncounters[target] {
+			return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", n.Tag(), target, w.ncounters[target])
 		}
 	case transport.NoticeSignal:
-		if n.Op != transport.SignalSet && n.Op != transport.SignalAdd {
-			return opErr(name, w.c.rank, ErrInvalidNotification, "signal operation %d", n.Op)
+		if n.Op() != transport.SignalSet && n.Op() != transport.SignalAdd {
+			return opErr(name, w.c.rank, ErrInvalidNotification, "signal operation %d", n.Op())
 		}
-		if n.Offset+8 > uint64(w.sizes[target]) || n.Offset > uint64(w.sizes[target]) {
-			return opErr(name, w.c.rank, ErrBounds, "signal word at byte %d outside window of %d bytes at rank %d", n.Offset, w.sizes[target], target)
+		if n.Offset()+8 > uint64(w.sizes[target]) || n.Offset() > uint64(w.sizes[target]) {
+			return opErr(name, w.c.rank, ErrBounds, "signal word at byte %d outside window of %d bytes at rank %d", n.Offset(), w.sizes[target], target)
 		}
-		if n.Offset%8 != 0 {
-			return opErr(name, w.c.rank, ErrAlign, "signal word at byte %d is not 8-byte aligned", n.Offset)
+		if n.Offset()%8 != 0 {
+			return opErr(name, w.c.rank, ErrAlign, "signal word at byte %d is not 8-byte aligned", n.Offset())
 		}
 	default:
-		return opErr(name, w.c.rank, ErrInvalidNotification, "notice kind %d", n.Kind)
+		return opErr(name, w.c.rank, ErrInvalidNotification, "notice kind %d", n.Kind())
 	}
 	return nil
 }
@@ -478,3 +478,14 @@ const (
 
 // SignalOp is the update of a signal notice.
 type SignalOp = transport.SignalOp
+
+// TagNotice returns a notice of kind NoticeTag or NoticeCounter with tag
+// (or counter index) tag, for the public package.
+func TagNotice(kind transport.NoticeKind, tag int32) Notice { return transport.TagNotice(kind, tag) }
+
+// SignalNotice returns a signal notice for the public package: op with
+// value on the word at displacement disp, which the engine turns into a
+// byte offset when it routes the operation.
+func SignalNotice(op SignalOp, disp, value uint64) Notice {
+	return transport.SignalNotice(op, disp, value)
+}

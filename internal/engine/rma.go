@@ -153,12 +153,12 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 		return opErr(name, rank, ErrLayout, "operand of %d bytes, need %d", len(a.Origin), esz)
 	}
 	o.notice = a.Notice
-	if a.Notice.Kind == transport.NoticeSignal {
+	if a.Notice.Kind() == transport.NoticeSignal {
 		// The signal word is addressed in the target's displacement units.
-		if a.Notice.Offset > uint64(size)/uint64(unit) {
-			return opErr(name, rank, ErrBounds, "signal displacement %d outside window of %d bytes at rank %d", a.Notice.Offset, size, a.Target)
+		if a.Notice.Offset() > uint64(size)/uint64(unit) {
+			return opErr(name, rank, ErrBounds, "signal displacement %d outside window of %d bytes at rank %d", a.Notice.Offset(), size, a.Target)
 		}
-		o.notice.Offset = a.Notice.Offset * uint64(unit)
+		o.notice = a.Notice.WithOffset(a.Notice.Offset() * uint64(unit))
 	}
 	return w.checkNotice(name, &o.notice, a.Target)
 }
@@ -287,7 +287,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	}
 	// A signal's offset is in displacement units, which the general path
 	// converts; a bad notice takes the general path for its error.
-	if a.Notice.Kind == transport.NoticeSignal || w.checkNotice("", &a.Notice, t) != nil {
+	if a.Notice.Kind() == transport.NoticeSignal || w.checkNotice("", &a.Notice, t) != nil {
 		return false, nil
 	}
 	switch {
@@ -418,7 +418,7 @@ func (w *Win) replay(name string, t int, getsLast bool) error {
 			o := &q[i]
 			// Only plain gets move: notified operations keep their
 			// order per origin and target.
-			if getsLast && (o.Kind == KindGet && o.Notice.Kind == transport.NoticeNone) != gets {
+			if getsLast && (o.Kind == KindGet && o.Notice.Kind() == transport.NoticeNone) != gets {
 				continue
 			}
 			if o.Kind == KindFetchAndOp || o.Kind == KindCompareAndSwap {

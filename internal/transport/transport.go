@@ -53,12 +53,66 @@ const (
 // the target's NoticeHandler only after the operation it rides on is
 // complete at the target (data written, or read for a get). It is a plain
 // value: carrying one costs no allocation.
+//
+// A Notice is two machine words, so that it travels in registers from the
+// public call through the engine to the transport. A struct of five fields
+// would go through memory on every call of that chain, copied as blocks
+// over stores of its single fields; on x86 such a load cannot take its
+// value from the store buffer and waits until every older store has left
+// it, which after a put into another core's cache line is the whole
+// transfer of that line. Build one with TagNotice or SignalNotice; the zero
+// Notice carries nothing (NoticeNone).
 type Notice struct {
-	Kind   NoticeKind
-	Op     SignalOp
-	Tag    int32  // tag (NoticeTag) or counter index (NoticeCounter)
-	Offset uint64 // byte offset of the signal word in the region (NoticeSignal)
-	Value  uint64 // signal operand (NoticeSignal)
+	head  uint64 // kind in bits 0-7, signal operation in bits 8-15, tag or offset from bit 16
+	value uint64 // signal operand
+}
+
+// MaxNoticeOffset is the largest signal offset a Notice holds (2^48-1).
+const MaxNoticeOffset = 1<<48 - 1
+
+// TagNotice returns a notice of kind NoticeTag or NoticeCounter with tag
+// (or counter index) tag.
+func TagNotice(kind NoticeKind, tag int32) Notice {
+	return Notice{head: uint64(kind) | uint64(uint32(tag))<<16}
+}
+
+// SignalNotice returns a notice that applies op with value to the word at
+// byte offset off of the region; an offset past MaxNoticeOffset becomes
+// MaxNoticeOffset, which no region holds a word at.
+func SignalNotice(op SignalOp, off, value uint64) Notice {
+	off = min(off, MaxNoticeOffset)
+	return Notice{head: uint64(NoticeSignal) | uint64(op)<<8 | off<<16, value: value}
+}
+
+// NoticeOf returns the notice a transport stored as its fields: a signal
+// notice (op, off, value) if kind is NoticeSignal, else a notice of kind
+// with tag.
+func NoticeOf(kind NoticeKind, op SignalOp, tag int32, off, value uint64) Notice {
+	if kind == NoticeSignal {
+		return SignalNotice(op, off, value)
+	}
+	return TagNotice(kind, tag)
+}
+
+// Kind is the notice's kind.
+func (n Notice) Kind() NoticeKind { return NoticeKind(n.head) }
+
+// Op is a signal notice's operation.
+func (n Notice) Op() SignalOp { return SignalOp(n.head >> 8) }
+
+// Tag is a NoticeTag's tag or a NoticeCounter's counter index.
+func (n Notice) Tag() int32 { return int32(uint32(n.head >> 16)) }
+
+// Offset is a signal notice's byte offset in the region (in the engine,
+// until it routes the notice, its displacement).
+func (n Notice) Offset() uint64 { return n.head >> 16 }
+
+// Value is a signal notice's operand.
+func (n Notice) Value() uint64 { return n.value }
+
+// WithOffset returns the signal notice n with offset off.
+func (n Notice) WithOffset(off uint64) Notice {
+	return SignalNotice(n.Op(), off, n.value)
 }
 
 // Caps describes what a transport does natively. It must match reality:

@@ -21,7 +21,7 @@ func TestAllocs(t *testing.T) {
 	src, dst, res := make([]byte, 32), make([]byte, 32), make([]byte, 8)
 	one := mem.Bytes([]int64{1})
 	var c transport.Completion
-	nt := transport.Notice{Kind: transport.NoticeTag}
+	nt := transport.TagNotice(transport.NoticeTag, 0)
 	eps[1].SetNoticeHandler(func(int, transport.Key, transport.Notice) {})
 	for _, tc := range []struct {
 		what string

@@ -217,7 +217,7 @@ func TestPending(t *testing.T) {
 	var ams atomic.Int64
 	eps[1].SetAMHandler(0, func(int, []byte, []byte) { ams.Add(1) })
 
-	if err := r.Put(0, []byte{1}, transport.Notice{Kind: transport.NoticeTag}, nil); err != nil {
+	if err := r.Put(0, []byte{1}, transport.TagNotice(transport.NoticeTag, 0), nil); err != nil {
 		t.Fatal(err)
 	}
 	<-b.entered
@@ -369,7 +369,7 @@ func TestHandlersIssue(t *testing.T) {
 	for tg := range eps {
 		eps[tg].SetNoticeHandler(func(src int, _ transport.Key, nt transport.Notice) {
 			handled.Add(1)
-			if nt.Tag == 0 {
+			if nt.Tag() == 0 {
 				return
 			}
 			for k := range n { // count to everyone, plus a notified one onward
@@ -379,14 +379,14 @@ func TestHandlersIssue(t *testing.T) {
 			}
 			// The next hop is the target itself for Tag 3 (n = 3): the
 			// handler then queues at the endpoint whose worker runs it.
-			next := transport.Notice{Kind: transport.NoticeTag, Tag: nt.Tag - 1}
-			if err := regs[tg][(tg+int(nt.Tag))%n].Accumulate(0, mem.Sum, mem.Int64, one, nil, next, &comp); err != nil {
+			next := transport.TagNotice(transport.NoticeTag, nt.Tag()-1)
+			if err := regs[tg][(tg+int(nt.Tag()))%n].Accumulate(0, mem.Sum, mem.Int64, one, nil, next, &comp); err != nil {
 				errs.Store(err.Error(), true)
 			}
 		})
 	}
 	for i := range rounds {
-		nt := transport.Notice{Kind: transport.NoticeTag, Tag: 3}
+		nt := transport.TagNotice(transport.NoticeTag, 3)
 		if err := regs[i%n][(i+1)%n].Accumulate(0, mem.Sum, mem.Int64, one, nil, nt, &comp); err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func TestFlushLocal(t *testing.T) {
 	// The worker is held up by a notice's handler: a put queued behind
 	// it is not executed, and FlushLocal waits for it.
 	b := newBlocker(eps[1])
-	if err := r.Put(0, []byte{1}, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); err != nil {
+	if err := r.Put(0, []byte{1}, transport.TagNotice(transport.NoticeTag, 1), nil); err != nil {
 		t.Fatal(err)
 	}
 	src := []byte("sixteen bytes...")

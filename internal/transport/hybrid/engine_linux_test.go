@@ -101,7 +101,7 @@ func engineRank(ctx context.Context, c *engine.Comm) error {
 				continue
 			}
 			a := &engine.Access{Kind: engine.KindPut, Type: mem.Int64, Origin: val, Target: t, Disp: 8 + 8*me,
-				Notice: transport.Notice{Kind: transport.NoticeTag, Tag: tag}}
+				Notice: transport.TagNotice(transport.NoticeTag, tag)}
 			if err := w.Do(a); err != nil {
 				return err
 			}

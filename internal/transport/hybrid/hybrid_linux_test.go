@@ -172,7 +172,7 @@ func TestRouting(t *testing.T) {
 			t.Errorf("region of rank %d implements DirectRegion", target)
 		}
 		before := frames()
-		if err := r.Put(0, []byte{1, 2, 3}, transport.Notice{Kind: transport.NoticeTag}, nil); err != nil {
+		if err := r.Put(0, []byte{1, 2, 3}, transport.TagNotice(transport.NoticeTag, 0), nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := eps[0].SendAM(target, 3, []byte{1}, nil); err != nil {
@@ -218,11 +218,11 @@ type noticeLog struct {
 func (l *noticeLog) add(src int, key transport.Key, n transport.Notice) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if key != l.key || n.Kind != transport.NoticeTag {
+	if key != l.key || n.Kind() != transport.NoticeTag {
 		l.errs = append(l.errs, fmt.Sprintf("notice from %d: key %#x, %+v; want key %#x", src, key, n, l.key))
 		return
 	}
-	l.bySrc[src] = append(l.bySrc[src], n.Tag)
+	l.bySrc[src] = append(l.bySrc[src], n.Tag())
 }
 
 func (l *noticeLog) count(src int) int {
@@ -255,7 +255,7 @@ func TestWaitLocalAndRemote(t *testing.T) {
 	send := func(src, tag int) {
 		t.Helper()
 		b := []byte{byte(tag)}
-		if err := regions[src].Put(8*src, b, transport.Notice{Kind: transport.NoticeTag, Tag: int32(tag)}, nil); err != nil {
+		if err := regions[src].Put(8*src, b, transport.TagNotice(transport.NoticeTag, int32(tag)), nil); err != nil {
 			t.Error(err)
 		}
 	}

@@ -85,7 +85,7 @@ func TestAllocs(t *testing.T) {
 	cmp := make([]byte, 8)
 	var c transport.Completion
 	ctx := context.Background()
-	nt := transport.Notice{Kind: transport.NoticeSignal, Op: transport.SignalAdd, Offset: 8, Value: 1}
+	nt := transport.SignalNotice(transport.SignalAdd, 8, 1)
 	check := func(err error) {
 		if err != nil {
 			t.Fatal(err)
@@ -174,7 +174,7 @@ func TestNoNoticeHandler(t *testing.T) {
 	buf := mem.Alloc(8)
 	key, _ := f.Endpoint(1).Expose(buf)
 	r, _ := f.Endpoint(0).Region(1, key, 8)
-	if err := r.Put(0, []byte{7}, transport.Notice{Kind: transport.NoticeTag}, nil); err != nil {
+	if err := r.Put(0, []byte{7}, transport.TagNotice(transport.NoticeTag, 0), nil); err != nil {
 		t.Fatalf("notified Put to a rank without a notice handler: %v", err)
 	}
 	if buf[0] != 7 {
@@ -275,7 +275,7 @@ func BenchmarkPutNotice(b *testing.B) {
 	f.Endpoint(1).SetNoticeHandler(func(int, transport.Key, transport.Notice) {})
 	r, _ := f.Endpoint(0).Region(1, key, 64)
 	src := make([]byte, 8)
-	nt := transport.Notice{Kind: transport.NoticeTag, Tag: 1}
+	nt := transport.TagNotice(transport.NoticeTag, 1)
 	for b.Loop() {
 		_ = r.Put(8, src, nt, nil)
 	}
@@ -304,7 +304,7 @@ func TestConcurrentLifecycle(t *testing.T) {
 				}
 				r, err := f.Endpoint(rank).Region(0, transport.Key(cur.Load()), 64)
 				if err == nil {
-					err = r.Accumulate(8, mem.Sum, mem.Int64, one, nil, transport.Notice{Kind: transport.NoticeTag}, nil)
+					err = r.Accumulate(8, mem.Sum, mem.Int64, one, nil, transport.TagNotice(transport.NoticeTag, 0), nil)
 				}
 				if err != nil && !errors.Is(err, transport.ErrNoRegion) && !errors.Is(err, transport.ErrPeer) && !errors.Is(err, transport.ErrClosed) {
 					t.Errorf("rank %d: %v", rank, err)

@@ -78,7 +78,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 	if err := PutAt(r.mem, off, src); err != nil {
 		return err
 	}
-	if n.Kind != transport.NoticeNone {
+	if n.Kind() != transport.NoticeNone {
 		r.notify(n)
 	}
 	return nil
@@ -92,7 +92,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, _ *transport.Compl
 	if err := GetAt(r.mem, off, dst); err != nil {
 		return err
 	}
-	if n.Kind != transport.NoticeNone {
+	if n.Kind() != transport.NoticeNone {
 		r.notify(n)
 	}
 	return nil
@@ -107,7 +107,7 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 	if err := AccumulateAt(r.mem, off, op, t, src, result); err != nil {
 		return err
 	}
-	if n.Kind != transport.NoticeNone {
+	if n.Kind() != transport.NoticeNone {
 		r.notify(n)
 	}
 	return nil
@@ -122,7 +122,7 @@ func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, 
 	if err := CompareSwapAt(r.mem, off, t, compare, swap, result); err != nil {
 		return err
 	}
-	if n.Kind != transport.NoticeNone {
+	if n.Kind() != transport.NoticeNone {
 		r.notify(n)
 	}
 	return nil

@@ -61,7 +61,7 @@ func BenchmarkNotifiedPutPingPong(b *testing.B) {
 			eps[i].SetNoticeHandler(func(int, transport.Key, transport.Notice) { got[i].Add(1) })
 		}
 		pingPong(b, func(me int, k uint64) {
-			regs[me].Put(2048, data, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil)
+			regs[me].Put(2048, data, transport.TagNotice(transport.NoticeTag, 1), nil)
 		}, func(me int, k uint64) {
 			for got[me].Load() < k {
 				eps[me].PollNotices(nil)

@@ -69,17 +69,17 @@ func TestNotifiedPutCompleteAtReturn(t *testing.T) {
 	}
 	for _, n := range []int{1, 8, 16, 48} {
 		data := bytes.Repeat([]byte{byte(n)}, n)
-		if err := w.r.Put(16, data, transport.Notice{Kind: transport.NoticeTag, Tag: int32(n)}, nil); err != nil {
+		if err := w.r.Put(16, data, transport.TagNotice(transport.NoticeTag, int32(n)), nil); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(w.buf[16:16+n], data) {
 			t.Fatalf("%d-byte notified put: memory when Put returned %v, want %v", n, w.buf[16:16+n], data)
 		}
-		if got := w.notice(t); got.Tag != int32(n) {
+		if got := w.notice(t); got.Tag() != int32(n) {
 			t.Fatalf("notice %+v, want tag %d", got, n)
 		}
 	}
-	if err := w.r.Put(0, []byte{9, 9, 9, 9, 9, 9, 9, 9}, transport.Notice{Kind: transport.NoticeTag, Tag: 99}, nil); err != nil {
+	if err := w.r.Put(0, []byte{9, 9, 9, 9, 9, 9, 9, 9}, transport.TagNotice(transport.NoticeTag, 99), nil); err != nil {
 		t.Fatal(err)
 	}
 	w.notice(t)
@@ -100,10 +100,10 @@ func TestPutOrder(t *testing.T) {
 	b := bytes.Repeat([]byte{0xbb}, 32)
 	for round := 0; round < 200; round++ {
 		// Inline a, then the 32-byte b over it: b must win.
-		if err := w.r.Put(0, a, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); err != nil {
+		if err := w.r.Put(0, a, transport.TagNotice(transport.NoticeTag, 1), nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.r.Put(0, b, transport.Notice{Kind: transport.NoticeTag, Tag: 2}, nil); err != nil {
+		if err := w.r.Put(0, b, transport.TagNotice(transport.NoticeTag, 2), nil); err != nil {
 			t.Fatal(err)
 		}
 		w.notice(t)
@@ -112,7 +112,7 @@ func TestPutOrder(t *testing.T) {
 			t.Fatalf("round %d: a small put overtook a later put: %x", round, w.buf[:32])
 		}
 		// a again, then get it back without a flush.
-		if err := w.r.Put(0, a, transport.Notice{Kind: transport.NoticeTag, Tag: 3}, nil); err != nil {
+		if err := w.r.Put(0, a, transport.TagNotice(transport.NoticeTag, 3), nil); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]byte, 8)
@@ -135,7 +135,7 @@ func TestNotifiedPutBounds(t *testing.T) {
 		w.buf[i] = 0x11
 	}
 	for _, off := range []int{-1, 57, 64, 1 << 40} {
-		if err := w.r.Put(off, make([]byte, 8), transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); !errors.Is(err, transport.ErrBounds) {
+		if err := w.r.Put(off, make([]byte, 8), transport.TagNotice(transport.NoticeTag, 1), nil); !errors.Is(err, transport.ErrBounds) {
 			t.Errorf("notified put at %d: %v, want ErrBounds", off, err)
 		}
 	}
@@ -153,13 +153,13 @@ func TestNotifiedPutBounds(t *testing.T) {
 	if err := w.eps[1].Unexpose(w.key); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.eps[0].notify(1, w.key, transport.Notice{Kind: transport.NoticeTag, Tag: 7}); err != nil {
+	if err := w.eps[0].notify(1, w.key, transport.TagNotice(transport.NoticeTag, 7)); err != nil {
 		t.Fatal(err)
 	}
-	if n := w.notice(t); n.Tag != 7 {
+	if n := w.notice(t); n.Tag() != 7 {
 		t.Fatalf("notice %+v, want tag 7", n)
 	}
-	if err := w.r.Put(0, make([]byte, 8), transport.Notice{Kind: transport.NoticeTag, Tag: 8}, nil); !errors.Is(err, transport.ErrNoRegion) {
+	if err := w.r.Put(0, make([]byte, 8), transport.TagNotice(transport.NoticeTag, 8), nil); !errors.Is(err, transport.ErrNoRegion) {
 		t.Fatalf("put to a withdrawn region: %v, want ErrNoRegion", err)
 	}
 }
@@ -187,7 +187,7 @@ func TestNotifiedPutStream(t *testing.T) {
 	val := make([]byte, 8)
 	for i := 1; i <= rounds; i++ {
 		mem.AtomicStore64(val, uint64(i))
-		if err := w.r.Put(8, val, transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); err != nil {
+		if err := w.r.Put(8, val, transport.TagNotice(transport.NoticeTag, 1), nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := mem.AtomicLoad64(w.buf[8:]); got != uint64(i) {

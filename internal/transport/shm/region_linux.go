@@ -23,7 +23,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 	if err := r.check(); err != nil {
 		return err
 	}
-	if n.Kind == transport.NoticeNone || len(src) > smallPut || off < 0 || len(src) > len(r.mem)-off {
+	if n.Kind() == transport.NoticeNone || len(src) > smallPut || off < 0 || len(src) > len(r.mem)-off {
 		if err := local.PutAt(r.mem, off, src); err != nil {
 			return err
 		}

@@ -63,12 +63,12 @@ func (c *ctl) tryClaim() (pos uint64, ok bool) {
 func (c *ctl) publish(pos uint64, src int, key transport.Key, n transport.Notice) {
 	s := &c.slots[pos&uint64(len(c.slots)-1)]
 	s.src = uint32(src)
-	s.kind = uint8(n.Kind)
-	s.op = uint8(n.Op)
-	s.tag = n.Tag
+	s.kind = uint8(n.Kind())
+	s.op = uint8(n.Op())
+	s.tag = n.Tag()
 	s.key = uint64(key)
-	s.offset = n.Offset
-	s.value = n.Value
+	s.offset = n.Offset()
+	s.value = n.Value()
 	s.storeSeq(pos+1, c.relaxed)
 }
 
@@ -80,7 +80,7 @@ func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, o
 		return 0, 0, n, false
 	}
 	src, key = int(s.src), transport.Key(s.key)
-	n = transport.Notice{Kind: transport.NoticeKind(s.kind), Op: transport.SignalOp(s.op), Tag: s.tag, Offset: s.offset, Value: s.value}
+	n = transport.NoticeOf(transport.NoticeKind(s.kind), transport.SignalOp(s.op), s.tag, s.offset, s.value)
 	return src, key, n, true
 }
 

@@ -1029,7 +1029,7 @@ func (r *region) Direct() []byte { return r.mem }
 
 // noticeAfter delivers n, if any, after an access.
 func (r *region) noticeAfter(n transport.Notice) error {
-	if n.Kind == transport.NoticeNone {
+	if n.Kind() == transport.NoticeNone {
 		return nil
 	}
 	return r.ep.notify(r.target, r.key, n)

@@ -70,7 +70,7 @@ func TestRingBackPressure(t *testing.T) {
 	got := make(chan [2]int32, producers*per)
 	target.SetNoticeHandler(func(src int, _ transport.Key, n transport.Notice) {
 		<-release
-		got <- [2]int32{int32(src), n.Tag}
+		got <- [2]int32{int32(src), n.Tag()}
 	})
 	buf := mem.Alloc(8)
 	defer mem.Free(buf)
@@ -87,7 +87,7 @@ func TestRingBackPressure(t *testing.T) {
 				return
 			}
 			for i := 0; i < per; i++ {
-				if err := r.Put(0, nil, transport.Notice{Kind: transport.NoticeTag, Tag: int32(i)}, nil); err != nil {
+				if err := r.Put(0, nil, transport.TagNotice(transport.NoticeTag, int32(i)), nil); err != nil {
 					done <- err
 					return
 				}
@@ -197,13 +197,13 @@ func TestSleep(t *testing.T) {
 
 	done = sleep(long)
 	time.Sleep(20 * time.Millisecond)
-	if err := r.Put(0, []byte{1, 2, 3, 4, 5, 6, 7, 8}, transport.Notice{Kind: transport.NoticeTag, Tag: 9}, nil); err != nil {
+	if err := r.Put(0, []byte{1, 2, 3, 4, 5, 6, 7, 8}, transport.TagNotice(transport.NoticeTag, 9), nil); err != nil {
 		t.Fatal(err)
 	}
 	ended("an arrival", done)
 	select {
 	case n := <-got:
-		if n.Tag != 9 {
+		if n.Tag() != 9 {
 			t.Fatalf("notice %+v, want tag 9", n)
 		}
 	case <-time.After(bound):

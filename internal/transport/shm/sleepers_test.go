@@ -31,7 +31,7 @@ func TestSleepTwoSleepers(t *testing.T) {
 		arrive func() error
 	}{
 		{"a notice", func() error {
-			if err := r.Put(0, []byte{1, 2, 3, 4, 5, 6, 7, 8}, transport.Notice{Kind: transport.NoticeTag, Tag: 9}, nil); err != nil {
+			if err := r.Put(0, []byte{1, 2, 3, 4, 5, 6, 7, 8}, transport.TagNotice(transport.NoticeTag, 9), nil); err != nil {
 				return err
 			}
 			select {
@@ -223,13 +223,13 @@ func TestPublishWakesProgress(t *testing.T) {
 					runtime.Gosched()
 				}
 				data := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
-				if err := r.Put(8*(i%8), data, transport.Notice{Kind: transport.NoticeTag, Tag: int32(i)}, nil); err != nil {
+				if err := r.Put(8*(i%8), data, transport.TagNotice(transport.NoticeTag, int32(i)), nil); err != nil {
 					t.Fatal(err)
 				}
 				select {
 				case n := <-got:
-					if n.Tag != int32(i) {
-						t.Fatalf("notice %d arrived as tag %d", i, n.Tag)
+					if n.Tag() != int32(i) {
+						t.Fatalf("notice %d arrived as tag %d", i, n.Tag())
 					}
 					if buf[8*(i%8)] != byte(i) {
 						t.Fatalf("notice %d arrived before its data", i)

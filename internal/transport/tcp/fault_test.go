@@ -178,7 +178,7 @@ func TestSilentPeer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.Put(0, make([]byte, 16), transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); err != nil {
+		if err := r.Put(0, make([]byte, 16), transport.TagNotice(transport.NoticeTag, 1), nil); err != nil {
 			t.Fatal(err)
 		}
 		var c transport.Completion
@@ -254,7 +254,7 @@ const blockTag = 4242
 func newBlocker(t *testing.T, ep *Endpoint) *blocker {
 	b := &blocker{entered: make(chan struct{}), release: make(chan struct{})}
 	ep.SetNoticeHandler(func(src int, key transport.Key, n transport.Notice) {
-		if n.Kind == transport.NoticeTag && n.Tag == blockTag {
+		if n.Kind() == transport.NoticeTag && n.Tag() == blockTag {
 			close(b.entered)
 			<-b.release
 		}
@@ -296,7 +296,7 @@ func stalledPair(t *testing.T) ([]*Endpoint, transport.Region, *blocker, chan fa
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Put(0, []byte("block"), transport.Notice{Kind: transport.NoticeTag, Tag: blockTag}, nil); err != nil {
+	if err := r.Put(0, []byte("block"), transport.TagNotice(transport.NoticeTag, blockTag), nil); err != nil {
 		t.Fatal(err)
 	}
 	b.wait(t)

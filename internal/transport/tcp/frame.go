@@ -311,22 +311,16 @@ func checkHeaderNotice(h *header) error {
 
 // noticeOf returns the notice a data request carries.
 func (h *header) noticeOf() transport.Notice {
-	return transport.Notice{
-		Kind:   transport.NoticeKind(h.notice),
-		Op:     transport.SignalOp(h.aux),
-		Tag:    h.tag,
-		Offset: h.noffset,
-		Value:  h.nvalue,
-	}
+	return transport.NoticeOf(transport.NoticeKind(h.notice), transport.SignalOp(h.aux), h.tag, h.noffset, h.nvalue)
 }
 
 // setNotice stores n in a data request's header.
 func (h *header) setNotice(n transport.Notice) {
-	h.notice = uint8(n.Kind)
-	h.aux = uint8(n.Op)
-	h.tag = n.Tag
-	h.noffset = n.Offset
-	h.nvalue = n.Value
+	h.notice = uint8(n.Kind())
+	h.aux = uint8(n.Op())
+	h.tag = n.Tag()
+	h.noffset = n.Offset()
+	h.nvalue = n.Value()
 }
 
 // statusOf maps an error of the load/store core to the status of a reply.

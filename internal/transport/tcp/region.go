@@ -202,8 +202,8 @@ func (r *region) Size() int { return r.size }
 
 // checkNotice refuses a notice of a kind the target could not decode.
 func checkNotice(n transport.Notice) error {
-	if n.Kind > transport.NoticeSignal {
-		return fmt.Errorf("tcp: notice kind %d: %w", n.Kind, mem.ErrOp)
+	if n.Kind() > transport.NoticeSignal {
+		return fmt.Errorf("tcp: notice kind %d: %w", n.Kind(), mem.ErrOp)
 	}
 	return nil
 }
@@ -219,7 +219,7 @@ func (r *region) local(n transport.Notice, apply func(m []byte) error) error {
 	}
 	err := apply(x.mem[:r.size])
 	x.mu.RUnlock()
-	if err == nil && n.Kind != transport.NoticeNone {
+	if err == nil && n.Kind() != transport.NoticeNone {
 		if f := r.ep.Notice(); f != nil {
 			f(r.ep.rank, r.key, n)
 		}
@@ -251,7 +251,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 		if last {
 			h.setNotice(n)
 		}
-		if len(src) == 0 && n.Kind == transport.NoticeNone {
+		if len(src) == 0 && n.Kind() == transport.NoticeNone {
 			return nil
 		}
 		if err := r.o.send(&h, chunk, nil); err != nil {
@@ -286,7 +286,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 		if last {
 			h.setNotice(n)
 		}
-		if len(dst) == 0 && n.Kind == transport.NoticeNone {
+		if len(dst) == 0 && n.Kind() == transport.NoticeNone {
 			return nil
 		}
 		if err := r.o.send(&h, nil, &call{dst: chunk, c: c}); err != nil {

@@ -84,7 +84,7 @@ func TestLookupRacingUnexpose(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("Region did not return")
 	}
-	late := transport.Notice{Kind: transport.NoticeTag, Tag: 5}
+	late := transport.TagNotice(transport.NoticeTag, 5)
 	switch {
 	case res.err == nil:
 		if err := res.r.Put(0, []byte("late put"), late, nil); !errors.Is(err, transport.ErrNoRegion) {

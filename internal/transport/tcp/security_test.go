@@ -220,7 +220,7 @@ func controlPut(t *testing.T, origin *Endpoint, target *watched) {
 	if err != nil {
 		t.Fatalf("control: rank %d cannot reach the target: %v", origin.Rank(), err)
 	}
-	if err := r.Put(8, []byte("control!"), transport.Notice{Kind: transport.NoticeTag, Tag: 77}, nil); err != nil {
+	if err := r.Put(8, []byte("control!"), transport.TagNotice(transport.NoticeTag, 77), nil); err != nil {
 		t.Fatalf("control put: %v", err)
 	}
 	ctx, cancel := testContext()

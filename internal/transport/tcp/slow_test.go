@@ -83,7 +83,7 @@ func TestLargePutSlowLink(t *testing.T) {
 	}
 	before := eps[0].Stats().Sent[KindPut].Frames
 	start := time.Now()
-	if err := r.Put(0, src, transport.Notice{Kind: transport.NoticeTag, Tag: 9}, nil); err != nil {
+	if err := r.Put(0, src, transport.TagNotice(transport.NoticeTag, 9), nil); err != nil {
 		t.Fatalf("Put of %d MiB after %v: %v", size>>20, time.Since(start), err)
 	}
 	ctx, cancel := testContext()
@@ -96,7 +96,7 @@ func TestLargePutSlowLink(t *testing.T) {
 		t.Logf("the put took only %v: the link was not slow enough to test the timeout", took)
 	}
 	mu.Lock()
-	if len(notices) != 1 || notices[0].Tag != 9 || complete != 1 {
+	if len(notices) != 1 || notices[0].Tag() != 9 || complete != 1 {
 		t.Errorf("%d notices %v, %d of them after all the data; want one, tag 9, after the data", len(notices), notices, complete)
 	}
 	mu.Unlock()

@@ -47,7 +47,7 @@ func putNotice(t *testing.T, origin *Endpoint, target int, key transport.Key, go
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := r.Put(0, make([]byte, 8), transport.Notice{Kind: transport.NoticeTag, Tag: 1}, nil); err != nil {
+	if err := r.Put(0, make([]byte, 8), transport.TagNotice(transport.NoticeTag, 1), nil); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -16,11 +16,11 @@ import (
 func streamNotice(i int, slot int) transport.Notice {
 	switch i % 3 {
 	case 0:
-		return transport.Notice{Kind: transport.NoticeTag, Tag: int32(i)}
+		return transport.TagNotice(transport.NoticeTag, int32(i))
 	case 1:
-		return transport.Notice{Kind: transport.NoticeCounter, Tag: int32(i)}
+		return transport.TagNotice(transport.NoticeCounter, int32(i))
 	}
-	return transport.Notice{Kind: transport.NoticeSignal, Op: transport.SignalAdd, Offset: uint64(slot * 8), Value: uint64(i)}
+	return transport.SignalNotice(transport.SignalAdd, uint64(slot*8), uint64(i))
 }
 
 // TestNoticeStream has three origins each stream small notified puts to

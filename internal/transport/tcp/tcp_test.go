@@ -70,12 +70,12 @@ func TestIPv6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Put(8, []byte("over ipv6"), transport.Notice{Kind: transport.NoticeTag, Tag: 6}, nil); err != nil {
+	if err := r.Put(8, []byte("over ipv6"), transport.TagNotice(transport.NoticeTag, 6), nil); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case n := <-got:
-		if n.Tag != 6 || string(buf[8:17]) != "over ipv6" {
+		if n.Tag() != 6 || string(buf[8:17]) != "over ipv6" {
 			t.Fatalf("notice %+v, memory %q", n, buf[8:17])
 		}
 	case <-time.After(5 * time.Second):

@@ -71,7 +71,7 @@ func filled(n int) []byte {
 	return b
 }
 
-var tagNotice = transport.Notice{Kind: transport.NoticeTag, Tag: 1}
+var tagNotice = transport.TagNotice(transport.NoticeTag, 1)
 
 // testBounds checks that accesses outside a region fail with ErrBounds,
 // write nothing and deliver no notice, and that accesses touching its

@@ -75,11 +75,11 @@ func testNotice(t *testing.T, f factory) {
 	le := binary.LittleEndian
 
 	data := pattern(1, 64)
-	n1 := transport.Notice{Kind: transport.NoticeTag, Tag: 7}
+	n1 := transport.TagNotice(transport.NoticeTag, 7)
 	e.must(e.put(r, 0, data, n1), "Put with a tag notice")
 	expect("Put", 0, n1, func(s []byte) { checkBytes(t, "region seen by the handler of a Put", s[:64], data) })
 
-	n2 := transport.Notice{Kind: transport.NoticeCounter, Tag: 3}
+	n2 := transport.TagNotice(transport.NoticeCounter, 3)
 	e.must(e.acc(r, 64, mem.Sum, mem.Int64, mem.Bytes([]int64{5}), nil, n2), "Accumulate with a counter notice")
 	expect("Accumulate", 0, n2, func(s []byte) {
 		if v := le.Uint64(s[64:]); v != 5 {
@@ -87,7 +87,7 @@ func testNotice(t *testing.T, f factory) {
 		}
 	})
 
-	n3 := transport.Notice{Kind: transport.NoticeSignal, Op: transport.SignalAdd, Tag: -1, Offset: 128, Value: 1<<63 + 77}
+	n3 := transport.SignalNotice(transport.SignalAdd, 128, 1<<63+77)
 	res := make([]byte, 8)
 	e.must(e.acc(r, 64, mem.Sum, mem.Int64, mem.Bytes([]int64{2}), res, n3), "fetching Accumulate with a signal notice")
 	expect("fetching Accumulate", 0, n3, func(s []byte) {
@@ -96,7 +96,7 @@ func testNotice(t *testing.T, f factory) {
 		}
 	})
 
-	n4 := transport.Notice{Kind: transport.NoticeSignal, Op: transport.SignalSet, Offset: 136, Value: 9}
+	n4 := transport.SignalNotice(transport.SignalSet, 136, 9)
 	e.must(e.cas(r, 72, mem.Int64, make([]byte, 8), mem.Bytes([]int64{9}), res, n4), "CompareSwap with a signal notice")
 	expect("CompareSwap", 0, n4, func(s []byte) {
 		if v := le.Uint64(s[72:]); v != 9 {
@@ -104,7 +104,7 @@ func testNotice(t *testing.T, f factory) {
 		}
 	})
 
-	n5 := transport.Notice{Kind: transport.NoticeTag, Tag: 1<<31 - 1}
+	n5 := transport.TagNotice(transport.NoticeTag, 1<<31-1)
 	got := make([]byte, 64)
 	e.must(e.get(r, 0, got, n5), "Get with a tag notice")
 	expect("Get", 0, n5, func([]byte) {})
@@ -116,7 +116,7 @@ func testNotice(t *testing.T, f factory) {
 	e.must(e.get(r, 100, got[:1], noNotice), "plain Get")
 	e.must(e.acc(r, 64, mem.Sum, mem.Int64, mem.Bytes([]int64{1}), nil, noNotice), "plain Accumulate")
 	e.must(e.cas(r, 64, mem.Int64, res, res, res, noNotice), "plain CompareSwap")
-	n6 := transport.Notice{Kind: transport.NoticeCounter, Tag: 0}
+	n6 := transport.TagNotice(transport.NoticeCounter, 0)
 	e.must(e.put(r, 200, []byte{42}, n6), "Put with a counter notice")
 	expect("Put after plain operations", 0, n6, func(s []byte) {
 		if s[200] != 42 {
@@ -125,7 +125,7 @@ func testNotice(t *testing.T, f factory) {
 	})
 
 	// A notice to self names self as the source.
-	n7 := transport.Notice{Kind: transport.NoticeTag, Tag: 99}
+	n7 := transport.TagNotice(transport.NoticeTag, 99)
 	e.must(e.put(self, 201, []byte{43}, n7), "Put to self with a notice")
 	expect("Put to self", 1, n7, func(s []byte) {
 		if s[201] != 43 {
@@ -141,17 +141,13 @@ func testNotice(t *testing.T, f factory) {
 
 // noticeFor is the notice the order test sends with operation seq of src.
 func noticeFor(src, seq int) transport.Notice {
-	n := transport.Notice{Tag: int32(seq), Value: uint64(seq)<<8 | uint64(src), Offset: uint64(seq * 8)}
 	switch seq % 3 {
 	case 0:
-		n.Kind = transport.NoticeTag
+		return transport.TagNotice(transport.NoticeTag, int32(seq))
 	case 1:
-		n.Kind = transport.NoticeCounter
-	default:
-		n.Kind = transport.NoticeSignal
-		n.Op = transport.SignalOp(1 + seq%2)
+		return transport.TagNotice(transport.NoticeCounter, int32(seq))
 	}
-	return n
+	return transport.SignalNotice(transport.SignalOp(1+seq%2), uint64(seq*8), uint64(seq)<<8|uint64(src))
 }
 
 // testNoticeOrder has every rank, the target included, issue a stream of
@@ -269,7 +265,7 @@ func testNoticeGet(t *testing.T, f factory) {
 	})
 	r := e.region(0, 1, key, len(buf))
 	got := make([]byte, len(buf))
-	e.must(e.get(r, 0, got, transport.Notice{Kind: transport.NoticeTag}), "Get with a notice")
+	e.must(e.get(r, 0, got, transport.TagNotice(transport.NoticeTag, 0)), "Get with a notice")
 	checkBytes(t, "Get whose notice handler overwrites the region", got, data)
 	eventually(t, "the notice of the Get", func() bool {
 		mu.Lock()
@@ -277,6 +273,6 @@ func testNoticeGet(t *testing.T, f factory) {
 		return delivered == 1
 	})
 	res := make([]byte, 8)
-	e.must(e.acc(r, 8, mem.NoOp, mem.Int64, make([]byte, 8), res, transport.Notice{Kind: transport.NoticeTag}), "fetching NoOp with a notice")
+	e.must(e.acc(r, 8, mem.NoOp, mem.Int64, make([]byte, 8), res, transport.TagNotice(transport.NoticeTag, 0)), "fetching NoOp with a notice")
 	checkFilled(t, "value fetched by a NoOp, after the previous notice's handler", res, 0xff)
 }

@@ -14,7 +14,7 @@ import (
 // returns a description of each and its error. Origin buffers are filled
 // with 0xee and returned in bufs for the caller to check.
 func (e *env) tryAll(r transport.Region, off int) (whats []string, errs []error, bufs [][]byte) {
-	nt := transport.Notice{Kind: transport.NoticeTag, Tag: 5}
+	nt := transport.TagNotice(transport.NoticeTag, 5)
 	add := func(what string, err error, b ...[]byte) {
 		whats = append(whats, what)
 		errs = append(errs, err)
