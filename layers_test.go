@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,23 +16,21 @@ const module = "github.com/narma-rma/narma"
 // TestLayers enforces the layer rules of docs/architecture.md on the
 // imports of every non-test file: the public API knows nothing of
 // transports (except inproc and join, which make the endpoints of Run and
-// Init), transports know nothing of the engine, and only internal/mem and
-// the shared-memory transport (mappings, futexes) use unsafe.
+// Init), transports know nothing of the engine, the engine knows the
+// transport contract and no transport, only internal/sys talks to the
+// kernel through golang.org/x/sys/unix, and only internal/mem,
+// internal/sys and the shared-memory transport (its segment layouts) use
+// unsafe.
 func TestLayers(t *testing.T) {
-	rules := []struct {
+	direct := []struct {
 		dir       string // package directory, relative to the module root
 		forbidden []string
 	}{
-		{".", []string{module + "/internal/transport", module + "/internal/transport/local", module + "/internal/transport/async", module + "/internal/transport/transporttest", module + "/internal/transport/shm"}},
+		{".", []string{module + "/internal/transport", module + "/internal/transport/local", module + "/internal/transport/async", module + "/internal/transport/transporttest", module + "/internal/transport/shm", module + "/internal/transport/tcp", module + "/internal/transport/hybrid", module + "/internal/sys"}},
 		{"shmem", []string{module + "/internal/engine", module + "/internal/transport"}},
 		{"coarray", []string{module + "/internal/engine", module + "/internal/transport"}},
-		{"internal/engine", []string{module + "/internal/transport/local", "unsafe"}},
-		{"internal/transport", []string{module + "/internal/engine", "unsafe"}},
-		{"internal/transport/local", []string{module + "/internal/engine", "unsafe"}},
-		{"internal/transport/shm", []string{module + "/internal/engine"}},
-		{"internal/transport/transporttest", []string{module + "/internal/engine"}},
 	}
-	for _, r := range rules {
+	for _, r := range direct {
 		imports := packageImports(t, r.dir)
 		for _, f := range r.forbidden {
 			if files, ok := imports[f]; ok {
@@ -39,24 +38,126 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	// Only internal/mem and internal/transport/shm may import unsafe.
+
+	// Rules on everything a package depends on inside the module, not only
+	// what it imports itself.
+	engineSide := []string{module, module + "/internal/engine", module + "/internal/match", module + "/internal/symheap", module + "/shmem", module + "/coarray"}
+	transports := []string{"local", "shm", "tcp", "hybrid", "async", "inproc", "join", "transporttest"}
+	deps := moduleDeps(t)
+	forbidDeps := func(pkg string, forbidden []string) {
+		for _, f := range forbidden {
+			if deps[pkg][f] {
+				t.Errorf("package %s depends on %s", strings.TrimPrefix(pkg, module+"/"), f)
+			}
+		}
+	}
+	forbidDeps(module+"/internal/transport", engineSide)
+	for _, tr := range transports {
+		forbidDeps(module+"/internal/transport/"+tr, engineSide)
+	}
+	var concrete []string
+	for _, tr := range transports {
+		concrete = append(concrete, module+"/internal/transport/"+tr)
+	}
+	forbidDeps(module+"/internal/engine", concrete)
+	forbidDeps(module+"/internal/match", append(concrete, module+"/internal/transport"))
+	for pkg, d := range deps {
+		if (pkg == module+"/internal/sys" || pkg == module+"/internal/mem") && len(d) > 0 {
+			t.Errorf("package %s, a floor, depends on %v inside the module", strings.TrimPrefix(pkg, module+"/"), keys(d))
+		}
+	}
+
+	// Only internal/sys imports golang.org/x/sys/unix, and only
+	// internal/mem, internal/sys and internal/transport/shm import unsafe.
+	floors := map[string][]string{
+		"golang.org/x/sys/unix": {"internal/sys"},
+		"unsafe":                {"internal/mem", "internal/sys", "internal/transport/shm"},
+	}
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
-		case !d.IsDir() || path == "internal/mem" || path == "internal/transport/shm":
+		case !d.IsDir():
 			return nil
 		case path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
 			return filepath.SkipDir
 		}
-		if files, ok := packageImports(t, path)["unsafe"]; ok {
-			t.Errorf("package %s imports unsafe (in %s); unsafe code belongs in internal/mem (or the mappings of internal/transport/shm)", path, strings.Join(files, ", "))
+		imports := packageImports(t, path)
+		for imp, allowed := range floors {
+			if files, ok := imports[imp]; ok && !slices.Contains(allowed, path) {
+				t.Errorf("package %s imports %s (in %s); only %s may", path, imp, strings.Join(files, ", "), strings.Join(allowed, ", "))
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// moduleDeps maps each package of the module (by import path) to the
+// packages of the module it depends on, directly or not, through its
+// non-test files.
+func moduleDeps(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	direct := map[string][]string{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case !d.IsDir():
+			return nil
+		case path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
+			return filepath.SkipDir
+		}
+		imports := packageImports(t, path)
+		if len(imports) == 0 {
+			return nil
+		}
+		pkg := module
+		if path != "." {
+			pkg = module + "/" + filepath.ToSlash(path)
+		}
+		direct[pkg] = nil
+		for imp := range imports {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				direct[pkg] = append(direct[pkg], imp)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]map[string]bool{}
+	var visit func(pkg string) map[string]bool
+	visit = func(pkg string) map[string]bool {
+		if d, ok := all[pkg]; ok {
+			return d
+		}
+		d := map[string]bool{}
+		all[pkg] = d // an import cycle cannot compile, so no loop here
+		for _, imp := range direct[pkg] {
+			d[imp] = true
+			for dd := range visit(imp) {
+				d[dd] = true
+			}
+		}
+		return d
+	}
+	for pkg := range direct {
+		visit(pkg)
+	}
+	return all
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // packageImports maps each import path of the non-test Go files in dir to

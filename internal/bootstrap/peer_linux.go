@@ -5,7 +5,7 @@ import (
 	"net"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/narma-rma/narma/internal/sys"
 )
 
 // checkPeer returns an error unless the process at the other end of conn
@@ -15,18 +15,12 @@ func checkPeer(conn *net.UnixConn) error {
 	if err != nil {
 		return err
 	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
+	pid, uid, err := sys.PeerUID(raw)
+	if err != nil {
 		return err
 	}
-	if cerr != nil {
-		return cerr
-	}
-	if int(cred.Uid) != os.Getuid() {
-		return fmt.Errorf("bootstrap: peer pid %d runs as uid %d, not %d", cred.Pid, cred.Uid, os.Getuid())
+	if uid != os.Getuid() {
+		return fmt.Errorf("bootstrap: peer pid %d runs as uid %d, not %d", pid, uid, os.Getuid())
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package shm
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,7 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/narma-rma/narma/internal/sys"
 
 	"github.com/narma-rma/narma/internal/transport"
 )
@@ -72,38 +71,13 @@ func probeCMA() (bool, string) {
 	// missing from the kernel.
 	src := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
 	var dst [8]byte
-	if err := cmaRead(os.Getpid(), uintptr(unsafe.Pointer(&src[0])), dst[:]); err != nil {
+	if err := sys.ReadProcess(os.Getpid(), uintptr(unsafe.Pointer(&src[0])), dst[:]); err != nil {
 		return false, "process_vm_readv: " + err.Error()
 	}
 	if dst != src {
 		return false, "process_vm_readv read wrong data"
 	}
 	return true, "process_vm_readv"
-}
-
-// allowPeers lets the other ranks of the job, children like this process
-// of its parent (the launcher), read its memory where Yama restricts
-// ptrace to declared tracers: without Yama the call fails, harmlessly.
-func allowPeers() {
-	_ = unix.Prctl(unix.PR_SET_PTRACER, uintptr(os.Getppid()), 0, 0, 0)
-}
-
-// cmaRead reads len(dst) bytes at addr in process pid.
-func cmaRead(pid int, addr uintptr, dst []byte) error {
-	for len(dst) > 0 {
-		local := []unix.Iovec{{Base: &dst[0]}}
-		local[0].SetLen(len(dst))
-		remote := []unix.RemoteIovec{{Base: addr, Len: len(dst)}}
-		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-		if err != nil {
-			return err
-		}
-		if n <= 0 {
-			return errors.New("process_vm_readv read nothing")
-		}
-		dst, addr = dst[n:], addr+uintptr(n)
-	}
-	return nil
 }
 
 // sendRemote sends an active message by single copy to target (s is this
@@ -145,7 +119,7 @@ func (e *Endpoint) sendRemote(target int, s *sender, id transport.AMID, hdr, pay
 			if e.shared {
 				runtime.Gosched()
 			}
-			osYield()
+			sys.Yield()
 		}
 	}
 }
@@ -182,7 +156,7 @@ func (e *Endpoint) remote(src int, rh *amRing, rec recHeader, b []byte) {
 		a = e.reassembly(src, int(n))
 		dst = a.buf
 	}
-	if err := cmaRead(e.cmaPids[src], uintptr(addr), dst); err != nil {
+	if err := sys.ReadProcess(e.cmaPids[src], uintptr(addr), dst); err != nil {
 		if a == nil {
 			p.Unplace(src, hdr)
 		}

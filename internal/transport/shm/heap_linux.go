@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/sys"
 )
 
 // Heap is the shared-memory allocator of one process in a job: every block
@@ -128,7 +129,7 @@ func (h *Heap) Free(b []byte) error {
 	h.own = slices.Delete(h.own, i, i+1)
 	delete(h.byID, s.id)
 	os.Remove(segmentPath(h.job, h.segName(uint32(h.pid), s.id)))
-	return retire(s.mem)
+	return sys.Retire(s.mem)
 }
 
 // locate returns the segment id and offset of b, which must lie inside one
@@ -192,7 +193,7 @@ func (h *Heap) Close() error {
 	}
 	h.closed = true
 	for ref, b := range h.remote {
-		retire(b)
+		sys.Retire(b)
 		delete(h.remote, ref)
 	}
 	return nil

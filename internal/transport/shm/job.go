@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/narma-rma/narma/internal/sys"
 )
 
 // Dir is where the segments live: a tmpfs, so that they are memory.
@@ -109,7 +111,7 @@ func RemoveStale() ([]string, error) {
 	var first error
 	for _, e := range ents {
 		pid := jobOwner(e.Name())
-		if pid == 0 || processAlive(pid) {
+		if pid == 0 || sys.Alive(pid) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(Dir, e.Name())); err != nil {

@@ -1,10 +1,6 @@
 package shm
 
-import (
-	"sync"
-
-	"golang.org/x/sys/unix"
-)
+import "github.com/narma-rma/narma/internal/sys"
 
 // The handshake between a producer that publishes a notice and a
 // consumer that goes to sleep is Dekker's: the producer stores the slot's
@@ -28,32 +24,7 @@ import (
 // stays 0), and its producers, and every producer that targets it,
 // publish with a fenced store as before.
 
-// Commands of membarrier(2).
-const (
-	membarrierQuery                   = 0
-	membarrierGlobalExpedited         = 1 << 1
-	membarrierRegisterGlobalExpedited = 1 << 2
-)
-
-var barrierOnce = sync.OnceValue(func() bool {
-	r, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierQuery, 0, 0)
-	want := uintptr(membarrierGlobalExpedited | membarrierRegisterGlobalExpedited)
-	if errno != 0 || r&want != want {
-		return false
-	}
-	_, _, errno = unix.Syscall(unix.SYS_MEMBARRIER, membarrierRegisterGlobalExpedited, 0, 0)
-	return errno == 0
-})
-
 // barrierReady registers this process for global expedited memory
 // barriers, once, and reports whether it could. A variable for tests,
 // which make the kernel refuse.
-var barrierReady = barrierOnce
-
-// globalBarrier runs a full memory barrier on every processor running a
-// thread of a registered process (the caller's included); the caller must
-// have seen barrierReady report true. It reports whether the kernel did.
-func globalBarrier() bool {
-	_, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierGlobalExpedited, 0, 0)
-	return errno == 0
-}
+var barrierReady = sys.GlobalBarrierReady

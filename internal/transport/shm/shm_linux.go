@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/sys"
 	"github.com/narma-rma/narma/internal/transport"
 )
 
@@ -171,7 +172,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	job := cfg.Heap.Job()
 	name := "r" + strconv.Itoa(cfg.Rank)
 	if !cfg.NoSingleCopy {
-		allowPeers()
+		sys.AllowPeers()
 	}
 	b, err := createSegment(segmentPath(job, name), (ctlSize(cfg.Size, slots, rs)+pageSize-1)&^(pageSize-1))
 	if err != nil {
@@ -183,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	h.magic = magic
 	own, err := layout(b)
 	if err != nil {
-		retire(b)
+		sys.Retire(b)
 		return nil, err
 	}
 	for i := range own.slots {
@@ -237,7 +238,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		}
 		pc, err := layout(pb)
 		if err != nil || int(pc.hdr.size) != cfg.Size || int(pc.hdr.rank) != r {
-			retire(pb)
+			sys.Retire(pb)
 			return fail(fmt.Errorf("%w: rank %d (%v)", ErrLayout, r, err))
 		}
 		pc.relaxed = barrier && pc.hdr.barrier == 1
@@ -422,7 +423,7 @@ func (e *Endpoint) shutdown(state uint32) error {
 	e.own.hdr.state.Store(state)
 	close(e.done)
 	e.own.hdr.bell.Add(1)
-	futexWakeAll(&e.own.hdr.bell)
+	sys.FutexWake(&e.own.hdr.bell)
 	e.wg.Wait()
 	return nil
 }
@@ -431,7 +432,7 @@ func (e *Endpoint) shutdown(state uint32) error {
 func (e *Endpoint) ring(t *ctl) {
 	if t.hdr.sleepers.Load() != 0 {
 		t.hdr.bell.Add(1)
-		futexWakeAll(&t.hdr.bell)
+		sys.FutexWake(&t.hdr.bell)
 	}
 }
 
@@ -479,7 +480,7 @@ func (e *Endpoint) backoff(target int, spin int) error {
 		}
 	}
 	if spin < backoffYields {
-		osYield()
+		sys.Yield()
 		return nil
 	}
 	d := time.Duration(spin-backoffYields+1) * 10 * time.Microsecond
@@ -634,7 +635,7 @@ func (e *Endpoint) Yield() {
 	if e.shared {
 		runtime.Gosched()
 	}
-	osYield()
+	sys.Yield()
 }
 
 // Park tells the endpoint that its caller stops polling (and sleeps until
@@ -674,7 +675,7 @@ func (e *Endpoint) Prepare() uint32 {
 func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
 	hdr := e.own.hdr
 	if !e.pendingRacy() && !e.closed.Load() {
-		futexSleep(&hdr.bell, ticket, d)
+		sys.FutexWait(&hdr.bell, ticket, d)
 	}
 	hdr.sleepers.Add(^uint32(0))
 }
@@ -699,7 +700,7 @@ func (e *Endpoint) WakeRank(r int) {
 func (e *Endpoint) Wake() {
 	hdr := e.own.hdr
 	hdr.bell.Add(1)
-	futexWakeAll(&hdr.bell)
+	sys.FutexWake(&hdr.bell)
 }
 
 // pending reports whether anything waits to be drained: exactly if the
@@ -936,7 +937,7 @@ func (e *Endpoint) progress() {
 			continue
 		}
 		runtime.Gosched()
-		futexSleep(&hdr.bell, b, e.interval)
+		sys.FutexWait(&hdr.bell, b, e.interval)
 		hdr.sleepers.Add(^uint32(0))
 		select {
 		case <-e.kick: // stale: we are about to drain anyway
@@ -952,7 +953,7 @@ func (e *Endpoint) progress() {
 // to that look, or their load of hdr.sleepers see the registration. It
 // reports false if the barrier failed: the caller must then not sleep.
 func (e *Endpoint) lastLook() bool {
-	return !e.barrier || globalBarrier()
+	return !e.barrier || sys.GlobalBarrier()
 }
 
 // pendingRacy is pending for a goroutine that does not hold draining: a
@@ -980,7 +981,7 @@ func (e *Endpoint) checkPeers() {
 			e.peerState[r].CompareAndSwap(peerOK, peerClosed)
 			continue
 		case stateOpen:
-			if e.pids[r] == me || processAlive(e.pids[r]) {
+			if e.pids[r] == me || sys.Alive(e.pids[r]) {
 				continue
 			}
 		}

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/narma-rma/narma/internal/sys"
 )
 
 // Polling reads.
@@ -38,7 +38,7 @@ import (
 // epoll set of their connections and listeners, and the count of their
 // network waits under way outside it.
 type spinSet struct {
-	epfd    int
+	ep      *sys.Epoll
 	waiting atomic.Int32 // writes, dials and handshakes under way
 	_       [60]byte     // the counters below, for tests, on their own line
 
@@ -65,11 +65,11 @@ func acquireSpinSet() *spinSet {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.set == nil {
-		fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		ep, err := sys.NewEpoll()
 		if err != nil {
 			return nil
 		}
-		ps.set = &spinSet{epfd: fd}
+		ps.set = &spinSet{ep: ep}
 	}
 	ps.refs++
 	return ps.set
@@ -84,7 +84,7 @@ func releaseSpinSet() {
 		ps.set = nil
 		s.mu.Lock()
 		s.closed = true
-		unix.Close(s.epfd)
+		s.ep.Close()
 		s.mu.Unlock()
 	}
 }
@@ -97,8 +97,7 @@ func (s *spinSet) add(fd int) bool {
 	if s.closed {
 		return false
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
-	return unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &ev) == nil
+	return s.ep.Add(fd) == nil
 }
 
 // remove withdraws fd, before it is closed.
@@ -106,7 +105,7 @@ func (s *spinSet) remove(fd int) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if !s.closed {
-		unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+		s.ep.Remove(fd)
 	}
 }
 
@@ -185,7 +184,7 @@ type spinConn struct {
 	rn   int
 	rerr error
 	pl   poller
-	evs  [2]unix.EpollEvent
+	evs  sys.Events
 }
 
 // wrap returns c with polling reads, or c itself if sp is nil or c is
@@ -267,7 +266,6 @@ func (s *spinConn) poll(pl *poller) bool {
 	set := s.sp.set
 	set.polling.Add(1)
 	defer set.polling.Add(-1)
-	evs := s.evs[:]
 	for {
 		if pl.spin <= 0 || s.kicks.Load() != pl.kicks {
 			return false
@@ -284,12 +282,11 @@ func (s *spinConn) poll(pl *poller) bool {
 			return false
 		}
 		runtime.Gosched()
-		k, err := unix.EpollWait(set.epfd, evs, 0)
+		k, fd, err := set.ep.Ready(&s.evs)
 		switch {
-		case err == unix.EINTR:
 		case err != nil:
 			return false
-		case k > 1 || k == 1 && int(evs[0].Fd) != s.fd:
+		case k > 1 || k == 1 && fd != s.fd:
 			set.forOthers.Add(1)
 			return false // let the runtime serve the others
 		case k == 1:
