@@ -40,8 +40,20 @@
 // sleeper runs a global memory barrier (membarrier(2)) between its
 // registration and its last look, so that it sees every notice published
 // before, or its publisher sees it registered. The model in the model
-// directory checks that protocol with spin. Peers are watched for failure: a rank whose process is
-// gone is reported to the engine within Config.CheckInterval.
+// directory checks that protocol with spin. Peers are watched for
+// failure: a rank whose process is gone is reported to the engine within
+// Config.CheckInterval.
+//
+// The files, one job each: shm_linux.go (configuration, New, Close),
+// layout_linux.go (the control segment), ring_linux.go (the notice ring
+// and the records of the byte rings), expose_linux.go (the exposure
+// table), region_linux.go (the data operations), notify_linux.go
+// (notices and flushes), am_linux.go (active messages), cma_linux.go
+// (single copy), poll_linux.go (draining, polling and the doorbell),
+// progress_linux.go (the background goroutine and the watch on peers),
+// heap_linux.go (the segments windows are allocated from),
+// membarrier_linux.go (the sleepers' barrier) and job.go (segment names
+// and cleanup). System calls are internal/sys's.
 //
 // Segment files are named after the job (NewJobID), so that the job's
 // owner removes them when it ends (RemoveJob) and those of a job whose

@@ -79,3 +79,40 @@ func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, 
 	}
 	return r.noticeAfter(n)
 }
+
+// region is a handle on a region exposed by another rank (or this one),
+// mapped into this process.
+type region struct {
+	ep     *Endpoint
+	target int
+	exp    *exposure
+	gen    uint64
+	key    transport.Key
+	mem    []byte
+}
+
+var _ transport.DirectRegion = (*region)(nil)
+
+func (r *region) check() error {
+	if err := r.ep.peerErr(r.target); err != nil {
+		return err
+	}
+	if r.exp.gen.Load() != r.gen {
+		return transport.ErrNoRegion
+	}
+	return nil
+}
+
+// Size returns the size of the handle in bytes.
+func (r *region) Size() int { return len(r.mem) }
+
+// Direct returns the mapped memory behind the handle.
+func (r *region) Direct() []byte { return r.mem }
+
+// noticeAfter delivers n, if any, after an access.
+func (r *region) noticeAfter(n transport.Notice) error {
+	if n.Kind() == transport.NoticeNone {
+		return nil
+	}
+	return r.ep.notify(r.target, r.key, n)
+}

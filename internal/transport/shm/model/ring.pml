@@ -128,7 +128,7 @@ byte seq[SLOTS];                /* slot.seq: pos when free, pos+1 when full */
 byte slsrc[SLOTS];              /* slot.src (plain) */
 byte slk[SLOTS];                /* the other plain fields: the notice's number at its producer */
 
-/* the consumer side of the Endpoint (shm_linux.go) */
+/* the consumer side of the Endpoint (poll_linux.go, progress_linux.go) */
 bit  draining;                  /* Endpoint.draining (drainLock), as memory holds it */
 bit  polled;                    /* Endpoint.polled */
 

@@ -1,0 +1,55 @@
+package shm
+
+import (
+	"context"
+
+	"github.com/narma-rma/narma/internal/sys"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Notices and flushes: every operation is complete at the target when it
+// returns, so a flush only checks the peer; a notice goes through the
+// target's ring and rings its doorbell if someone sleeps there.
+
+// Flush reports a closed endpoint, a bad rank, a failed peer or ctx's
+// error: every operation is complete at its target when it returns.
+func (e *Endpoint) Flush(ctx context.Context, target int) error {
+	if err := e.peerErr(target); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// FlushAll reports a closed endpoint or ctx's error: every operation is
+// complete at its target when it returns.
+func (e *Endpoint) FlushAll(ctx context.Context) error {
+	if e.closed.Load() {
+		return transport.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// ring wakes target's progress goroutine if it sleeps on its doorbell.
+func (e *Endpoint) ring(t *ctl) {
+	if t.hdr.sleepers.Load() != 0 {
+		t.hdr.bell.Add(1)
+		sys.FutexWake(&t.hdr.bell)
+	}
+}
+
+// notify queues notice n about region key at target, waiting while the
+// target's ring is full.
+func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {
+	t := e.peers[target]
+	raceRelease()
+	for spin := 0; ; spin++ {
+		if t.tryPush(e.rank, key, n) {
+			e.ring(t)
+			return nil
+		}
+		e.ring(t)
+		if err := e.backoff(target, spin); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package shm
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/narma-rma/narma/internal/mem"
+	"github.com/narma-rma/narma/internal/sys"
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Polling and sleeping: draining the rings, on the caller's goroutine or
+// the background one, and the doorbell that sleepers wait on.
+
+// drainLock is the endpoint's right to drain its rings: taken with a
+// compare-and-swap, given back with a release store (a drain that ends
+// need not wait for its store to reach the other goroutines).
+type drainLock struct{ v uint32 }
+
+func (l *drainLock) tryLock() bool { return atomic.CompareAndSwapUint32(&l.v, 0, 1) }
+
+func (l *drainLock) unlock() { mem.StoreRelease32(&l.v, 0) }
+
+func (l *drainLock) held() bool { return atomic.LoadUint32(&l.v) != 0 }
+
+// Poll runs the handlers of the notices and active messages that have
+// arrived, on the calling goroutine (after waiting for another goroutine
+// that is draining, if any); it reports whether it ran any
+// (transport.Poller).
+func (e *Endpoint) Poll() bool { return e.poll(nil) }
+
+// PollNotices is Poll with h in place of the notice handler
+// (transport.Poller).
+func (e *Endpoint) PollNotices(h transport.NoticeHandler) bool { return e.poll(h) }
+
+// poll is Poll with notices given to h, or to the installed handler if h
+// is nil.
+func (e *Endpoint) poll(h transport.NoticeHandler) bool {
+	if !e.polled.Load() {
+		e.polled.Store(true)
+	}
+	// Nothing pending, and nobody draining what was: done, with loads
+	// only (the common case of a waiter's spin). The order matters: a
+	// handler still running for an arrival that pending no longer shows
+	// holds draining until it returns.
+	if !e.pending() && !e.draining.held() {
+		return false
+	}
+	for !e.draining.tryLock() {
+		// Another goroutine (the background progress, say) is draining:
+		// wait for it, so that what arrived before Poll was called has
+		// been delivered when Poll returns. Handlers never block.
+		if e.closed.Load() {
+			return false
+		}
+		runtime.Gosched()
+	}
+	n := e.drain(h)
+	e.draining.unlock()
+	return n
+}
+
+// Yield gives the processor to another thread of any process, and first,
+// if ranks of the job are goroutines of this process (a group of
+// goroutine ranks), to the other goroutines (transport.Poller):
+// sched_yield alone would leave them queued behind the caller until the
+// runtime preempts it (10 ms). A rank alone in its process does not call
+// Gosched, which wakes an idle thread of the runtime each time.
+func (e *Endpoint) Yield() {
+	if e.shared {
+		runtime.Gosched()
+	}
+	sys.Yield()
+}
+
+// Park tells the endpoint that its caller stops polling (and sleeps until
+// a handler wakes it): the progress goroutine then sleeps on the doorbell
+// and every arrival wakes it (transport.Poller).
+func (e *Endpoint) Park() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Prepare registers the caller as a sleeper on the endpoint's doorbell
+// and returns the doorbell's count as its ticket (transport.Sleeper):
+// from now on every producer rings, and every ring changes the count. It
+// runs the sleepers' global barrier (lastLook) after the registration and
+// the ticket, so that the caller's next look sees every notice published
+// before (whether or not its producer saw the registration and rang).
+func (e *Endpoint) Prepare() uint32 {
+	hdr := e.own.hdr
+	hdr.sleepers.Add(1)
+	t := hdr.bell.Load()
+	// The barrier comes after the ticket: a producer that rang before
+	// the ticket was taken may still hold its notice in its store
+	// buffer, and the caller's next look must see it.
+	if !e.lastLook() {
+		// Producers may not see the registration: a ticket that is not
+		// the doorbell's count makes the Sleep return at once.
+		t++
+	}
+	return t
+}
+
+// Sleep sleeps on the endpoint's doorbell for at most d, unless it rang
+// since the Prepare that gave ticket (the futex compares the count with
+// the ticket), and ends that registration (transport.Sleeper).
+func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
+	hdr := e.own.hdr
+	if !e.pendingRacy() && !e.closed.Load() {
+		sys.FutexWait(&hdr.bell, ticket, d)
+	}
+	hdr.sleepers.Add(^uint32(0))
+}
+
+// Cancel ends the registration of Prepare (transport.Sleeper).
+func (e *Endpoint) Cancel() { e.own.hdr.sleepers.Add(^uint32(0)) }
+
+// WakeRank makes rank r's sleepers look again (transport.Waker): the
+// engine calls it after changing a word of r's memory itself. Every
+// sleeper that registered (Prepare) before it is woken; one that
+// registers after it sees the change when it looks.
+func (e *Endpoint) WakeRank(r int) {
+	if r < 0 || r >= len(e.peers) {
+		return
+	}
+	e.ring(e.peers[r])
+}
+
+// Wake rings the endpoint's own doorbell (transport.Sleeper): every
+// goroutine that registered before it, asleep or about to sleep, looks
+// again.
+func (e *Endpoint) Wake() {
+	hdr := e.own.hdr
+	hdr.bell.Add(1)
+	sys.FutexWake(&hdr.bell)
+}
+
+// pending reports whether anything waits to be drained: exactly if the
+// caller holds draining, else as a hint (poll's fast path, progress),
+// which a drain under the lock settles.
+func (e *Endpoint) pending() bool {
+	if e.own.noticePending(e.own.hdr.loadDeq()) {
+		return true
+	}
+	for src, rh := range e.own.ringHeads {
+		if _, ok := recAt(e.own.ringData[src], rh.loadHead()); ok && !e.ringStalled[src].Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// drain runs the handlers for everything that has arrived, notices going
+// to h (the installed handler if h is nil); draining is held. It reports
+// whether there was anything.
+func (e *Endpoint) drain(h transport.NoticeHandler) bool {
+	did := false
+	if h == nil {
+		h = e.Notice()
+	}
+	// Arrivals wait for their handler: a peer may send as soon as the
+	// start-up barrier is passed, before this rank installed its handlers.
+	for h != nil {
+		deq := e.own.hdr.loadDeq()
+		src, key, n, ok := e.own.pop(deq)
+		if !ok {
+			break
+		}
+		raceAcquire()
+		e.own.hdr.storeDeq(deq + 1)
+		did = true
+		if src >= e.size {
+			continue // not from a rank of this job: drop
+		}
+		h(src, key, n)
+	}
+	for src := range e.own.ringHeads {
+		if e.drainRing(src) {
+			did = true
+		}
+	}
+	return did
+}
+
+// pendingRacy is pending for a goroutine that does not hold draining: a
+// hint only.
+func (e *Endpoint) pendingRacy() bool {
+	if e.draining.held() {
+		return false
+	}
+	return e.pending()
+}
+
+var _ transport.Waker = (*Endpoint)(nil)
