@@ -16,19 +16,18 @@ const module = "github.com/narma-rma/narma"
 // TestLayers enforces the layer rules of docs/architecture.md on the
 // imports of every non-test file: the public API knows nothing of
 // transports (except inproc and join, which make the endpoints of Run and
-// Init), transports know nothing of the engine, the engine knows the
-// transport contract and no transport, only internal/sys talks to the
-// kernel through golang.org/x/sys/unix, and only internal/mem,
-// internal/sys and the shared-memory transport (its segment layouts) use
-// unsafe.
+// Init); shmem and coarray use the public API alone (directly and through
+// internal/symheap); transports know nothing of the engine, and the
+// engine knows the transport contract and no transport; programs do not
+// link the test-only transport; only internal/sys talks to the kernel
+// through golang.org/x/sys/unix; and only internal/mem, internal/sys and
+// the shared-memory transport (its segment layouts) use unsafe.
 func TestLayers(t *testing.T) {
 	direct := []struct {
 		dir       string // package directory, relative to the module root
 		forbidden []string
 	}{
 		{".", []string{module + "/internal/transport", module + "/internal/transport/local", module + "/internal/transport/async", module + "/internal/transport/transporttest", module + "/internal/transport/shm", module + "/internal/transport/tcp", module + "/internal/transport/hybrid", module + "/internal/sys"}},
-		{"shmem", []string{module + "/internal/engine", module + "/internal/transport"}},
-		{"coarray", []string{module + "/internal/engine", module + "/internal/transport"}},
 	}
 	for _, r := range direct {
 		imports := packageImports(t, r.dir)
@@ -39,10 +38,20 @@ func TestLayers(t *testing.T) {
 		}
 	}
 
+	// shmem and coarray are built on the public API alone, directly and
+	// through internal/symheap, which is itself built on it alone.
+	for _, dir := range []string{"shmem", "coarray", "internal/symheap"} {
+		for imp, files := range packageImports(t, dir) {
+			if strings.HasPrefix(imp, module+"/") && imp != module+"/internal/symheap" {
+				t.Errorf("package %s imports %s (in %s); it may use only the public API and internal/symheap", dir, imp, strings.Join(files, ", "))
+			}
+		}
+	}
+
 	// Rules on everything a package depends on inside the module, not only
 	// what it imports itself.
 	engineSide := []string{module, module + "/internal/engine", module + "/internal/match", module + "/internal/symheap", module + "/shmem", module + "/coarray"}
-	transports := []string{"local", "shm", "tcp", "hybrid", "async", "inproc", "join", "transporttest"}
+	transports := []string{"local", "shm", "tcp", "hybrid", "async", "inproc", "join", "transporttest", "registry", "builtin"}
 	deps := moduleDeps(t)
 	forbidDeps := func(pkg string, forbidden []string) {
 		for _, f := range forbidden {
@@ -61,6 +70,15 @@ func TestLayers(t *testing.T) {
 	}
 	forbidDeps(module+"/internal/engine", concrete)
 	forbidDeps(module+"/internal/match", append(concrete, module+"/internal/transport"))
+	// The registry knows no transport; transports register themselves.
+	forbidDeps(module+"/internal/transport/registry", slices.DeleteFunc(slices.Clone(concrete), func(p string) bool { return p == module+"/internal/transport/registry" }))
+	// Programs do not link the test-only transport: it registers itself
+	// only where a test imports it.
+	for pkg, d := range deps {
+		if (pkg == module || strings.HasPrefix(pkg, module+"/cmd/") || strings.HasPrefix(pkg, module+"/examples/")) && d[module+"/internal/transport/async"] {
+			t.Errorf("package %s links internal/transport/async, which only tests may", strings.TrimPrefix(pkg, module+"/"))
+		}
+	}
 	for pkg, d := range deps {
 		if (pkg == module+"/internal/sys" || pkg == module+"/internal/mem") && len(d) > 0 {
 			t.Errorf("package %s, a floor, depends on %v inside the module", strings.TrimPrefix(pkg, module+"/"), keys(d))

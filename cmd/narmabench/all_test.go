@@ -28,7 +28,7 @@ func TestAll(t *testing.T) {
 	}
 	res := readJSON(t, jsonFile)
 	rows := res.Rows
-	checkMeta(t, res.Meta, "local", "default", 4)
+	checkMeta(t, res.Meta, inProcess(), "default", 4)
 	if recs := readCSV(t, csvFile); len(recs) != len(rows) {
 		t.Errorf("CSV of %d rows, JSON of %d", len(recs), len(rows))
 	}

@@ -125,7 +125,7 @@ func TestRun(t *testing.T) {
 	if len(res.Rows) != 4 {
 		t.Errorf("%d JSON rows, want 4", len(res.Rows))
 	}
-	checkMeta(t, res.Meta, "local", "deferred", 2)
+	checkMeta(t, res.Meta, inProcess(), "deferred", 2)
 	recs := readCSV(t, csvFile)
 	if len(recs) != 4 {
 		t.Errorf("%d CSV rows, want 4", len(recs))
@@ -252,6 +252,15 @@ func checkSpread(t *testing.T, r bench.Row) {
 }
 
 // checkMeta checks the metadata of a run over goroutine ranks.
+// inProcess is the transport of the in-process jobs of these tests: the
+// one NARMA_TRANSPORT names, local if none.
+func inProcess() string {
+	if name := os.Getenv("NARMA_TRANSPORT"); name != "" {
+		return name
+	}
+	return "local"
+}
+
 func checkMeta(t *testing.T, m bench.Meta, transport, strategy string, ranks int) {
 	t.Helper()
 	if m.Transport != transport || m.Launcher != "none" || m.Strategy != strategy || m.JobRanks != ranks ||

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
-	"github.com/narma-rma/narma/internal/transport/shm"
-	"github.com/narma-rma/narma/internal/transport/tcp"
+	_ "github.com/narma-rma/narma/internal/transport/builtin" // the transports ranks join
+	"github.com/narma-rma/narma/internal/transport/registry"
 )
 
 // drainPatience bounds the wait for the end of the ranks' output once
@@ -65,11 +65,11 @@ func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	}
 	l.removeStale()
 
-	l.job = shm.NewJobID()
-	// Every job gets a fresh secret, whatever its transport; the tcp
+	// Every job gets a fresh identity, whatever its transport; the tcp
 	// transport and a TCP bootstrap authenticate their connections with
-	// it.
-	secret := tcp.NewSecret()
+	// its secret.
+	job, secret := bootstrap.NewJob()
+	l.job = job
 	l.secret = bootstrap.EncodeSecret(secret)
 	defer l.cleanup()
 	if err := l.listen(secret); err != nil {
@@ -89,11 +89,9 @@ func launch(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	if cfg.verbose {
 		l.logf("job %s: %d ranks of %s, transport %s, bootstrap %s",
 			l.job, cfg.n, l.path, cfg.transport, l.srv.Addr())
-		if cfg.transport != "tcp" {
-			if ok, why := shm.CMAStatus(); ok {
-				l.logf("large messages between ranks of a host: single copy (%s)", why)
-			} else {
-				l.logf("large messages between ranks of a host: through the rings, no single copy: %s", why)
+		if t, ok := registry.Lookup(cfg.transport); ok && t.Status != nil {
+			if s := t.Status(); s != "" {
+				l.logf("%s", s)
 			}
 		}
 	}
@@ -203,17 +201,22 @@ func cannotRunStatus(err error) int {
 	return exitCannotRun
 }
 
-// removeStale removes the shared-memory segments of jobs whose launcher
-// died without cleaning up.
+// removeStale removes what jobs whose launcher died without cleaning up
+// left on this host, for every transport that leaves something.
 func (l *launcher) removeStale() {
-	removed, err := shm.RemoveStale()
-	if l.cfg.verbose {
-		for _, name := range removed {
-			l.logf("removed stale segment %s", filepath.Join(shm.Dir, name))
+	for _, t := range registry.All() {
+		if t.Stale == nil {
+			continue
 		}
-	}
-	if err != nil {
-		l.logf("removing stale segments: %v", err)
+		removed, err := t.Stale()
+		if l.cfg.verbose {
+			for _, name := range removed {
+				l.logf("removed stale %s", name)
+			}
+		}
+		if err != nil {
+			l.logf("removing what dead jobs left (%s): %v", t.Name, err)
+		}
 	}
 }
 
@@ -226,8 +229,10 @@ func (l *launcher) cleanup() {
 			l.logf("%v", err)
 		}
 	}
-	if err := shm.RemoveJob(l.job); err != nil {
-		l.logf("removing the job's segments: %v", err)
+	if t, ok := registry.Lookup(l.cfg.transport); ok && t.Remove != nil {
+		if err := t.Remove(l.job); err != nil {
+			l.logf("removing what the job left (%s): %v", t.Name, err)
+		}
 	}
 	if l.dir != "" {
 		if err := os.RemoveAll(l.dir); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport/registry"
 )
 
 // Exit statuses of narmarun besides a rank's own.
@@ -25,8 +26,11 @@ const (
 	exitSignal    = 128 // plus a signal number
 )
 
-// transports lists the transports narmarun can set up.
-var transports = []string{"shm", "tcp", "hybrid"}
+// transports lists the transports narmarun can set up: those the
+// registry knows how to join.
+func transports() []string {
+	return registry.Names(func(t registry.Transport) bool { return t.Join != nil })
+}
 
 // tcpListen is the address the ranks of a tcp job on this host alone
 // listen on. The ranks of a job on several hosts listen on "auto": the
@@ -144,8 +148,8 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 		return usage("--timeout must not be negative (got %v)", cfg.timeout)
 	case cfg.grace < 0:
 		return usage("--grace must not be negative (got %v)", cfg.grace)
-	case set["transport"] && !slices.Contains(transports, cfg.transport):
-		return usage("unknown transport %q (supported: %s)", cfg.transport, strings.Join(transports, ", "))
+	case set["transport"] && !slices.Contains(transports(), cfg.transport):
+		return usage("unknown transport %q (supported: %s)", cfg.transport, strings.Join(transports(), ", "))
 	}
 	if cfg.hosts != nil {
 		if cfg.hostOf, err = place(cfg.hosts, cfg.n); err != nil {

@@ -469,7 +469,7 @@ func TestBadCommandLine(t *testing.T) {
 		}
 	}
 	res := runNarmarun(t, t.Context(), "-n", "2", "--transport", "udp", "/bin/true")
-	if !strings.Contains(res.stderr, `unknown transport "udp" (supported: shm, tcp, hybrid)`) {
+	if !strings.Contains(res.stderr, `unknown transport "udp" (supported: hybrid, shm, tcp)`) {
 		t.Errorf("stderr %q does not explain the transport", res.stderr)
 	}
 	if res := runNarmarun(t, t.Context(), "--hosts", "h1:2", "-n", "3", "/bin/true"); !strings.Contains(res.stderr, "3 ranks but only 2 slots") {

@@ -10,7 +10,6 @@ package testjob
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,7 +21,8 @@ import (
 	"time"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
-	"github.com/narma-rma/narma/internal/transport/shm"
+	_ "github.com/narma-rma/narma/internal/transport/builtin" // the transports jobs run over
+	"github.com/narma-rma/narma/internal/transport/registry"
 )
 
 // EnvCall names, in a rank started by Run, the part of the test it must
@@ -94,8 +94,10 @@ func RunOn(ctx context.Context, transport string, n int, call string, args ...st
 		return nil, err
 	}
 	defer srv.Close()
-	job := shm.NewJobID()
-	defer shm.RemoveJob(job)
+	job, secret := bootstrap.NewJob()
+	if t, ok := registry.Lookup(transport); ok && t.Remove != nil {
+		defer t.Remove(job)
+	}
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -105,12 +107,10 @@ func RunOn(ctx context.Context, transport string, n int, call string, args ...st
 	res := make([]Result, n)
 	outs := make([]bytes.Buffer, n)
 	cmds := make([]*exec.Cmd, n)
-	var secret [32]byte
-	rand.Read(secret[:])
 	for r := range cmds {
 		env := bootstrap.Env{Rank: r, Size: n, Addr: srv.Addr(), Job: job, Transport: transport}
 		if transport == "tcp" || transport == "hybrid" {
-			env.Secret = bootstrap.EncodeSecret(secret[:])
+			env.Secret = bootstrap.EncodeSecret(secret)
 			env.Listen = "127.0.0.1:0"
 		}
 		if transport == "hybrid" {

@@ -1,13 +1,9 @@
 // Package inproc chooses the transport of jobs whose ranks are goroutines
 // of one process (narma.Run). The environment variable NARMA_TRANSPORT
-// selects it:
+// names it (package registry); the built-in ones are:
 //
 //   - "local" or unset: the in-process load/store transport, operations
 //     complete when they return;
-//   - "async": the same wrapped by transport/async, so that operations
-//     complete later on worker goroutines, control messages overtake data
-//     and memory is not reached directly — the paths a network transport
-//     takes, for testing programs and libraries against them;
 //   - "shm": the shared-memory transport of process jobs, its ranks in
 //     this one process (Linux only): rings, doorbells and mapped segments
 //     as between processes, for testing and measuring it. The library's
@@ -17,49 +13,35 @@
 //   - "hybrid": the transport of multi-host jobs with several ranks per
 //     host (Linux only): ranks alternate between two pretend hosts, shared
 //     memory within a host, TCP between hosts.
+//
+// Tests that import package async may also name "async": the local
+// transport wrapped so that operations complete later on worker
+// goroutines, control messages overtake data and memory is not reached
+// directly, the paths a network transport takes. Programs do not link it.
 package inproc
 
 import (
-	"context"
 	"fmt"
 	"os"
 
 	"github.com/narma-rma/narma/internal/transport"
-	"github.com/narma-rma/narma/internal/transport/async"
-	"github.com/narma-rma/narma/internal/transport/local"
-	"github.com/narma-rma/narma/internal/transport/tcp"
+	_ "github.com/narma-rma/narma/internal/transport/builtin" // the built-in transports
+	"github.com/narma-rma/narma/internal/transport/registry"
 )
 
 // EnvVar is the environment variable that selects the transport.
 const EnvVar = "NARMA_TRANSPORT"
 
 // New returns n connected endpoints of the transport NARMA_TRANSPORT
-// names.
+// names ("local" if it is unset or empty).
 func New(n int) ([]transport.Endpoint, error) {
-	switch name := os.Getenv(EnvVar); name {
-	case "", "local":
-		return local.New(n)
-	case "async":
-		eps, err := local.New(n)
-		if err != nil {
-			return nil, err
-		}
-		return async.Wrap(eps), nil
-	case "shm":
-		return newShm(n)
-	case "hybrid":
-		return newHybrid(n)
-	case "tcp":
-		eps, err := tcp.Group(context.Background(), tcp.Config{Size: n})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]transport.Endpoint, n)
-		for i, e := range eps {
-			out[i] = e
-		}
-		return out, nil
-	default:
-		return nil, fmt.Errorf("inproc: %s=%q: unknown in-process transport (want local, async, shm, tcp or hybrid)", EnvVar, name)
+	name := os.Getenv(EnvVar)
+	if name == "" {
+		name = "local"
 	}
+	eps, err := registry.Group(name, n)
+	if err != nil {
+		return nil, fmt.Errorf("inproc: %s=%q: %w", EnvVar, name, err)
+	}
+	return eps, nil
 }

@@ -71,7 +71,8 @@ func external(ctx context.Context, lj launchenv.Job, lookup func(string) (string
 		}
 		go func() { served <- srv.Serve(context.Background()) }()
 	}
-	j, err := launchedTCP(ctx, env)
+	env.Transport = "tcp"
+	j, err := launched(ctx, env)
 	if err != nil {
 		if srv != nil {
 			srv.Close()

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
 	"github.com/narma-rma/narma/internal/launchenv"
 	"github.com/narma-rma/narma/internal/transport"
+	_ "github.com/narma-rma/narma/internal/transport/builtin" // the built-in transports
 	"github.com/narma-rma/narma/internal/transport/inproc"
+	"github.com/narma-rma/narma/internal/transport/registry"
 )
 
 // ErrJoined is returned by Join when this process already joined a job.
@@ -134,6 +137,41 @@ func Describe() (l Launch, ok bool, err error) {
 	}
 	// Jobs of other launchers run over TCP (see external).
 	return Launch{Launcher: lj.Launcher, Transport: "tcp", Rank: lj.Rank, Size: lj.Size}, true, nil
+}
+
+// launched joins the job of a launcher over the transport env names
+// (package registry; "shm" if it names none). The bootstrap connection is
+// watched from the start, or, for a transport whose Join leaves a Ready
+// round, once that round succeeded.
+func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
+	name := env.Transport
+	if name == "" {
+		name = "shm"
+	}
+	t, ok := registry.Lookup(name)
+	if !ok || t.Join == nil {
+		return nil, fmt.Errorf("join: %s=%q: unknown transport (want %s)", bootstrap.EnvTransport, env.Transport,
+			strings.Join(registry.Names(func(t registry.Transport) bool { return t.Join != nil }), ", "))
+	}
+	jd, err := t.Join(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{Endpoint: jd.Endpoint, Transport: jd.Name, boot: jd.Boot}
+	switch {
+	case jd.Boot == nil:
+	case jd.Ready == nil:
+		watch(jd.Boot, env)
+	default:
+		j.Ready = func(ctx context.Context) error {
+			if err := jd.Ready(ctx); err != nil {
+				return err
+			}
+			watch(jd.Boot, env)
+			return nil
+		}
+	}
+	return j, nil
 }
 
 // singleton makes a job of one rank over the in-process transport.

@@ -19,10 +19,11 @@ const Dir = "/dev/shm"
 const prefix = "narma."
 
 // NewJobID returns a fresh job identifier, "<pid>-<16 hex digits>": the
-// process id of the job's owner (the launcher, or the process that starts
-// the ranks) and random bits. Segment files are named after the job, so
-// that the owner can remove them when the job ends and anyone can tell
-// that a job's owner is gone (RemoveStale).
+// process id of the job's owner (the process that starts the ranks) and
+// random bits, the form of a launcher's job identifiers
+// (bootstrap.NewJob). Segment files are named after the job, so that the
+// owner can remove them when the job ends and anyone can tell that a
+// job's owner is gone (RemoveStale).
 func NewJobID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails on Linux

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package join
+package builtin
 
 import (
 	"context"

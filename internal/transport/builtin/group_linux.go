@@ -1,4 +1,4 @@
-package inproc
+package builtin
 
 import (
 	"context"
@@ -27,10 +27,10 @@ func processHeap() (*shm.Heap, error) {
 	return heap.h, heap.err
 }
 
-// newHybrid returns n endpoints of the hybrid transport in this process,
+// hybridGroup returns n endpoints of the hybrid transport in this process,
 // ranks alternating between two hosts (so that every pair of neighbours
 // talks over TCP and every other pair over shared memory).
-func newHybrid(n int) ([]transport.Endpoint, error) {
+func hybridGroup(n int) ([]transport.Endpoint, error) {
 	h, err := processHeap()
 	if err != nil {
 		return nil, err
@@ -43,16 +43,12 @@ func newHybrid(n int) ([]transport.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]transport.Endpoint, n)
-	for i, e := range eps {
-		out[i] = e
-	}
-	return out, nil
+	return endpoints(eps), nil
 }
 
-// newShm returns n endpoints of the shared-memory transport in this
+// shmGroup returns n endpoints of the shared-memory transport in this
 // process, over a heap that becomes mem's source.
-func newShm(n int) ([]transport.Endpoint, error) {
+func shmGroup(n int) ([]transport.Endpoint, error) {
 	if _, err := processHeap(); err != nil {
 		return nil, err
 	}
@@ -60,9 +56,5 @@ func newShm(n int) ([]transport.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]transport.Endpoint, n)
-	for i, e := range eps {
-		out[i] = e
-	}
-	return out, nil
+	return endpoints(eps), nil
 }

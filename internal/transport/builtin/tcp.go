@@ -1,4 +1,4 @@
-package join
+package builtin
 
 import (
 	"context"
@@ -7,15 +7,16 @@ import (
 
 	"github.com/narma-rma/narma/internal/bootstrap"
 	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/registry"
 	"github.com/narma-rma/narma/internal/transport/tcp"
 )
 
 // launchedTCP joins the job of a launcher over the TCP transport, on any
-// operating system, or over the hybrid one (env.Transport "hybrid":
-// shared memory between the ranks of a host, on Linux). The library's memory stays ordinary Go memory: the
-// peers reach it through this process's reader goroutines, not by
-// mapping it.
-func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
+// operating system, or, if hybrid, over the hybrid one (shared memory
+// between the ranks of a host, on Linux). The library's memory stays
+// ordinary Go memory: the peers reach it through this process's reader
+// goroutines, not by mapping it.
+func launchedTCP(ctx context.Context, env bootstrap.Env, hybrid bool) (*registry.Joined, error) {
 	secret, err := env.SecretBytes(tcp.MinSecret)
 	if err != nil {
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
@@ -43,7 +44,7 @@ func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
 	}
 	var all transport.Endpoint = ep
 	name := "tcp"
-	if env.Transport == "hybrid" {
+	if hybrid {
 		if all, name, err = withHostMemory(ctx, env, client, ep); err != nil {
 			ep.Close()
 			client.Close()
@@ -61,10 +62,9 @@ func launchedTCP(ctx context.Context, env bootstrap.Env) (*Job, error) {
 			client.Close()
 			return fmt.Errorf("join: rank %d of %d: waiting for the other ranks: %w", env.Rank, env.Size, err)
 		}
-		watch(client, env)
 		return nil
 	}
-	return &Job{Endpoint: all, Transport: name, Ready: ready, boot: client}, nil
+	return &registry.Joined{Endpoint: all, Name: name, Boot: client, Ready: ready}, nil
 }
 
 // autoListen returns the address the tcp transport listens on when the
