@@ -109,13 +109,13 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	k.poller, _ = ep.(transport.Poller)
 	k.sleeper, _ = ep.(transport.Sleeper)
 	k.waker, _ = ep.(transport.Waker)
-	caps := ep.Caps()
+	host := ep.Host()
 	k.pollSpins = pollSpinsShared
-	if !sharesCores(caps, k.size) {
+	if !sharesCores(host, k.size) {
 		k.spin = pollSpin
 		k.pollSpins = pollSpins
 	}
-	if !caps.NetPoll {
+	if !host.NetPoll {
 		k.spinRounds = spinRounds
 	}
 	if abort != nil && k.sleeper != nil {
@@ -184,8 +184,8 @@ func (c *Comm) Close() error {
 	return c.ep.Close()
 }
 
-// sharesCores is caps.SharesCores(size) (a function for tests).
-func sharesCores(caps transport.Caps, size int) bool { return caps.SharesCores(size) }
+// sharesCores is host.SharesCores(size) (a function for tests).
+func sharesCores(host transport.Host, size int) bool { return host.SharesCores(size) }
 
 // wakeOnAbort rings the transport's doorbell when the job is aborted, so
 // that waiters asleep on it (sleepWait) see the abort at once, not at the

@@ -71,7 +71,7 @@ func (s *signal) broadcast() {
 // the processor between checks, before it sleeps on a channel. A handful of
 // yields covers the common case of a peer goroutine that is about to
 // deliver, at the cost of a few hundred nanoseconds when it is not. Over a
-// transport whose arrivals come through the network poller (Caps.NetPoll)
+// transport whose arrivals come through the network poller (Host.NetPoll)
 // the waiter sleeps at once: its yields would keep the runtime from
 // polling the network, and the delivering goroutine from running, until
 // they end.

@@ -15,10 +15,10 @@ import (
 // network poller.
 type netPollEndpoint struct{ transport.Endpoint }
 
-func (e netPollEndpoint) Caps() transport.Caps {
-	c := e.Endpoint.Caps()
-	c.NetPoll = true
-	return c
+func (e netPollEndpoint) Host() transport.Host {
+	h := e.Endpoint.Host()
+	h.NetPoll = true
+	return h
 }
 
 // TestWaitSpinsUnlessNetPoll checks the waiting policy over a transport
@@ -192,20 +192,20 @@ func TestSharesCores(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for _, c := range []struct {
 		name string
-		caps transport.Caps
+		host transport.Host
 		size int
 		want bool
 	}{
-		{"unknown host, small job", transport.Caps{}, 1, false},
-		{"unknown host, job larger than the cores", transport.Caps{}, cpus + 1, true},
-		{"one rank per host of a large job", transport.Caps{HostRanks: 1}, 1000, false},
-		{"host full of processes", transport.Caps{HostRanks: cpus}, 1000, false},
-		{"host over-full", transport.Caps{HostRanks: cpus + 1}, cpus + 1, true},
-		{"two goroutine ranks on one processor", transport.Caps{HostRanks: 2, OneProcess: true}, 2, true},
-		{"one goroutine rank", transport.Caps{HostRanks: 1, OneProcess: true}, 1, false},
+		{"unknown host, small job", transport.Host{}, 1, false},
+		{"unknown host, job larger than the cores", transport.Host{}, cpus + 1, true},
+		{"one rank per host of a large job", transport.Host{Ranks: 1}, 1000, false},
+		{"host full of processes", transport.Host{Ranks: cpus}, 1000, false},
+		{"host over-full", transport.Host{Ranks: cpus + 1}, cpus + 1, true},
+		{"two goroutine ranks on one processor", transport.Host{Ranks: 2, OneProcess: true}, 2, true},
+		{"one goroutine rank", transport.Host{Ranks: 1, OneProcess: true}, 1, false},
 	} {
-		if got := sharesCores(c.caps, c.size); got != c.want {
-			t.Errorf("%s: sharesCores(%+v, %d) = %v, want %v (%d CPUs, GOMAXPROCS 1)", c.name, c.caps, c.size, got, c.want, cpus)
+		if got := sharesCores(c.host, c.size); got != c.want {
+			t.Errorf("%s: sharesCores(%+v, %d) = %v, want %v (%d CPUs, GOMAXPROCS 1)", c.name, c.host, c.size, got, c.want, cpus)
 		}
 	}
 }

@@ -129,6 +129,12 @@ type Caps struct {
 	Direct bool
 	// MaxAM is the largest header+payload SendAM accepts, 0 for no limit.
 	MaxAM int
+}
+
+// Host describes how an endpoint's rank is placed and reached, facts of
+// the job rather than capabilities of the transport: the engine's waiting
+// policy (poll, yield or sleep) follows them.
+type Host struct {
 	// NetPoll reports that arrivals from peers are delivered by goroutines
 	// of the transport that wait in the Go runtime's network poller. A
 	// waiter should then sleep at once rather than yield the processor
@@ -136,29 +142,29 @@ type Caps struct {
 	// nothing else to run, so a goroutine that keeps yielding delays the
 	// very delivery it waits for.
 	NetPoll bool
-	// HostRanks is how many ranks of the job share this rank's host, and
-	// so its cores; 0 if the transport does not know (the job's size is
-	// then the best guess). A waiter polls busily only while every such
-	// rank can have a core.
-	HostRanks int
+	// Ranks is how many ranks of the job share this rank's host, and so
+	// its cores; 0 if the transport does not know (the job's size is then
+	// the best guess). A waiter polls busily only while every such rank
+	// can have a core.
+	Ranks int
 	// OneProcess reports that those ranks are goroutines of this process:
 	// they share the processors of its runtime (GOMAXPROCS), not the
 	// host's cores.
 	OneProcess bool
 }
 
-// SharesCores reports whether the ranks on this rank's host (HostRanks;
-// size, the job's, if the transport does not know) outnumber the
-// processors they run on: the host's cores, or for goroutine ranks of
-// one process (OneProcess) its runtime's processors. Waiters then should
-// not poll busily.
-func (c Caps) SharesCores(size int) bool {
-	ranks := c.HostRanks
+// SharesCores reports whether the ranks on this rank's host (Ranks; size,
+// the job's, if the transport does not know) outnumber the processors they
+// run on: the host's cores, or for goroutine ranks of one process
+// (OneProcess) its runtime's processors. Waiters then should not poll
+// busily.
+func (h Host) SharesCores(size int) bool {
+	ranks := h.Ranks
 	if ranks <= 0 {
 		ranks = size
 	}
 	cores := runtime.NumCPU()
-	if c.OneProcess {
+	if h.OneProcess {
 		cores = min(cores, runtime.GOMAXPROCS(0))
 	}
 	return ranks > cores
@@ -219,6 +225,8 @@ type Endpoint interface {
 	Size() int
 	// Caps reports the transport's capabilities.
 	Caps() Caps
+	// Host reports how this rank is placed and reached.
+	Host() Host
 
 	// Expose makes mem accessible to remote operations and returns its
 	// key. mem must stay valid until Unexpose; it should come from

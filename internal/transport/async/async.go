@@ -119,6 +119,9 @@ func (e *endpoint) Size() int { return e.size }
 // and Synchronous and Direct false.
 func (e *endpoint) Caps() transport.Caps { return e.caps }
 
+// Host returns the inner endpoint's.
+func (e *endpoint) Host() transport.Host { return e.inner.Host() }
+
 // isClosing reports whether Close has begun.
 func (e *endpoint) isClosing() bool {
 	e.mu.Lock()

@@ -73,10 +73,13 @@ func ctxT(t *testing.T) context.Context {
 
 func TestCaps(t *testing.T) {
 	eps := world(t, 2)
-	want := transport.Caps{Name: "async(local)", HostRanks: 2, OneProcess: true}
+	want := transport.Caps{Name: "async(local)"}
 	for i, ep := range eps {
 		if c := ep.Caps(); c != want {
 			t.Errorf("rank %d: Caps() = %+v, want %+v", i, c, want)
+		}
+		if h := ep.Host(); h != (transport.Host{Ranks: 2, OneProcess: true}) {
+			t.Errorf("rank %d: Host() = %+v, want the inner endpoint's", i, h)
 		}
 	}
 	_, key := expose(t, eps[1], 64)

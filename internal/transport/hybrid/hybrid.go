@@ -29,6 +29,7 @@ type Endpoint struct {
 	sleeper    transport.Sleeper  // local as a Sleeper
 	remote     transport.Endpoint // over all ranks
 	caps       transport.Caps
+	host       transport.Host
 
 	localOf  []int // global rank -> local rank, -1 for another host
 	globalOf []int // local rank -> global rank
@@ -124,11 +125,13 @@ func New(rank int, hosts []int, local, remote transport.Endpoint) (*Endpoint, er
 		// Never Direct: see the package documentation.
 		Direct: false,
 		MaxAM:  minLimit(lc.MaxAM, rc.MaxAM),
+	}
+	e.host = transport.Host{
 		// Arrivals from other hosts come through the network poller.
-		NetPoll: rc.NetPoll,
+		NetPoll: remote.Host().NetPoll,
 		// The ranks of this host are the local endpoint's.
-		HostRanks:  local.Size(),
-		OneProcess: lc.OneProcess,
+		Ranks:      local.Size(),
+		OneProcess: local.Host().OneProcess,
 	}
 	e.keys.Store(&keyTable{fromLocal: map[transport.Key]transport.Key{}, fromRemote: map[transport.Key]transport.Key{}})
 	for i := range e.localAM {
@@ -183,6 +186,10 @@ func (e *Endpoint) Size() int { return e.size }
 // "hybrid(shm+tcp)"; Synchronous only if both inner transports are;
 // never Direct; the smaller MaxAM of the two.
 func (e *Endpoint) Caps() transport.Caps { return e.caps }
+
+// Host reports the ranks of this host (the local endpoint's) and that
+// arrivals from other hosts come through the network poller.
+func (e *Endpoint) Host() transport.Host { return e.host }
 
 // Local returns the inner endpoint over the ranks of this host (local
 // ranks: see SameHost).

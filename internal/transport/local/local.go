@@ -174,13 +174,12 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks of the fabric.
 func (e *Endpoint) Size() int { return len(e.fab.eps) }
 
-// Caps reports Caps{Name: "local", Synchronous: true, Direct: true}, with
-// every rank on this host (HostRanks) as goroutines of this process
-// (OneProcess).
-func (e *Endpoint) Caps() transport.Caps {
-	c := caps
-	c.HostRanks, c.OneProcess = e.Size(), true
-	return c
+// Caps reports Caps{Name: "local", Synchronous: true, Direct: true}.
+func (e *Endpoint) Caps() transport.Caps { return caps }
+
+// Host reports every rank on this host, goroutines of this process.
+func (e *Endpoint) Host() transport.Host {
+	return transport.Host{Ranks: e.Size(), OneProcess: true}
 }
 
 // Fabric returns the fabric the endpoint belongs to.

@@ -55,9 +55,12 @@ func TestNewFabric(t *testing.T) {
 	if f.Endpoint(-1) != nil || f.Endpoint(3) != nil {
 		t.Error("Endpoint out of range is not nil")
 	}
-	want := transport.Caps{Name: "local", Synchronous: true, Direct: true, HostRanks: 3, OneProcess: true}
+	want := transport.Caps{Name: "local", Synchronous: true, Direct: true}
 	if c := f.Endpoint(0).Caps(); c != want {
 		t.Errorf("Caps() = %+v, want %+v", c, want)
+	}
+	if h := f.Endpoint(0).Host(); h != (transport.Host{Ranks: 3, OneProcess: true}) {
+		t.Errorf("Host() = %+v, want 3 ranks of one process", h)
 	}
 }
 

@@ -250,13 +250,13 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks.
 func (e *Endpoint) Size() int { return e.size }
 
-// Caps reports Caps{Name: "shm", Synchronous: true, Direct: true}, with
-// every rank on this host (HostRanks) and OneProcess if other ranks are
-// goroutines of this process.
-func (e *Endpoint) Caps() transport.Caps {
-	c := caps
-	c.HostRanks, c.OneProcess = e.size, e.shared
-	return c
+// Caps reports Caps{Name: "shm", Synchronous: true, Direct: true}.
+func (e *Endpoint) Caps() transport.Caps { return caps }
+
+// Host reports every rank on this host, goroutines of this process if
+// the endpoints of a Group are.
+func (e *Endpoint) Host() transport.Host {
+	return transport.Host{Ranks: e.size, OneProcess: e.shared}
 }
 
 // peerErr returns the error for an operation aimed at rank target, or nil.

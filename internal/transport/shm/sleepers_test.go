@@ -114,8 +114,8 @@ func TestSleepTwoSleepers(t *testing.T) {
 // hundred thousand Yields).
 func TestYieldLetsGoroutinesRun(t *testing.T) {
 	eps := newGroup(t, Config{Size: 2})
-	if c := eps[0].Caps(); c.HostRanks != 2 || !c.OneProcess {
-		t.Fatalf("Caps() = %+v, want HostRanks 2 and OneProcess for a group of 2 goroutine ranks", c)
+	if h := eps[0].Host(); h.Ranks != 2 || !h.OneProcess {
+		t.Fatalf("Host() = %+v, want 2 ranks and OneProcess for a group of 2 goroutine ranks", h)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var ran atomic.Bool

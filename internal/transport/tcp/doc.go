@@ -40,7 +40,7 @@
 // A reader that waits in the runtime's network poller is woken one to
 // several microseconds after its frame arrived, and tens of them on a
 // loaded machine. So on Linux, while the ranks of the host each have a
-// core (Caps.HostRanks, the ranks whose address names this host, at most
+// core (Host.Ranks, the ranks whose address names this host, at most
 // the cores; for the goroutine ranks of a Group, at most GOMAXPROCS), a
 // reader that finds its socket empty polls it for Config.Spin (50 us by
 // default) before it waits, as MPI libraries poll for messages, yielding

@@ -18,18 +18,18 @@ func TestSpinFor(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		spin time.Duration
-		caps transport.Caps
+		host transport.Host
 		want time.Duration
 	}{
-		{"set", 7 * time.Microsecond, transport.Caps{HostRanks: 1000}, 7 * time.Microsecond},
-		{"off", -1, transport.Caps{HostRanks: 1}, 0},
-		{"one per core", 0, transport.Caps{HostRanks: cores}, DefaultSpin},
-		{"more than cores", 0, transport.Caps{HostRanks: cores + 1}, 0},
-		{"goroutines within GOMAXPROCS", 0, transport.Caps{HostRanks: procs, OneProcess: true}, DefaultSpin},
-		{"goroutines beyond GOMAXPROCS", 0, transport.Caps{HostRanks: procs + 1, OneProcess: true}, 0},
+		{"set", 7 * time.Microsecond, transport.Host{Ranks: 1000}, 7 * time.Microsecond},
+		{"off", -1, transport.Host{Ranks: 1}, 0},
+		{"one per core", 0, transport.Host{Ranks: cores}, DefaultSpin},
+		{"more than cores", 0, transport.Host{Ranks: cores + 1}, 0},
+		{"goroutines within GOMAXPROCS", 0, transport.Host{Ranks: procs, OneProcess: true}, DefaultSpin},
+		{"goroutines beyond GOMAXPROCS", 0, transport.Host{Ranks: procs + 1, OneProcess: true}, 0},
 	} {
-		if got := spinFor(c.spin, c.caps); got != c.want {
-			t.Errorf("%s: spinFor(%v, %+v) = %v, want %v", c.name, c.spin, c.caps, got, c.want)
+		if got := spinFor(c.spin, c.host); got != c.want {
+			t.Errorf("%s: spinFor(%v, %+v) = %v, want %v", c.name, c.spin, c.host, got, c.want)
 		}
 	}
 }
@@ -38,8 +38,8 @@ func TestSpinFor(t *testing.T) {
 // host, and a group says its ranks are goroutines of one process.
 func TestHostRanks(t *testing.T) {
 	eps := newGroup(t, Config{Size: 3})
-	if c := eps[1].Caps(); c.HostRanks != 3 || !c.OneProcess {
-		t.Errorf("group of 3 on loopback: caps %+v, want HostRanks 3 and OneProcess", c)
+	if h := eps[1].Host(); h.Ranks != 3 || !h.OneProcess {
+		t.Errorf("group of 3 on loopback: host %+v, want 3 ranks and OneProcess", h)
 	}
 	// Peers on other hosts (documentation addresses, never dialed).
 	ep, err := New(context.Background(), Config{
@@ -52,7 +52,7 @@ func TestHostRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	if c := ep.Caps(); c.HostRanks != 2 || c.OneProcess {
-		t.Errorf("one peer on another host: caps %+v, want HostRanks 2, not OneProcess", c)
+	if h := ep.Host(); h.Ranks != 2 || h.OneProcess {
+		t.Errorf("one peer on another host: host %+v, want 2 ranks, not OneProcess", h)
 	}
 }

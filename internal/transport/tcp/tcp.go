@@ -86,6 +86,7 @@ type Endpoint struct {
 	wrapConn   func(self, peer int, out bool, c net.Conn) net.Conn
 	ln         net.Listener
 	caps       transport.Caps
+	host       transport.Host
 	spinner    *spinner // the polling of the connections' reads, nil if they never poll
 
 	state atomic.Uint32
@@ -201,8 +202,9 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 			e.peers[r].addr = string(a)
 		}
 	}
-	e.caps = transport.Caps{Name: "tcp", NetPoll: true, HostRanks: e.hostRanks(), OneProcess: cfg.oneProcess}
-	e.spinner.setSpin(spinFor(cfg.Spin, e.caps))
+	e.caps = transport.Caps{Name: "tcp"}
+	e.host = transport.Host{NetPoll: true, Ranks: e.hostRanks(), OneProcess: cfg.oneProcess}
+	e.spinner.setSpin(spinFor(cfg.Spin, e.host))
 	return e, nil
 }
 
@@ -223,15 +225,15 @@ func (e *Endpoint) hostRanks() int {
 }
 
 // spinFor is how long readers poll, given Config.Spin and the endpoint's
-// capabilities: set, DefaultSpin, or nothing when the ranks of the host
-// outnumber the processors they run on (Caps.SharesCores).
-func spinFor(spin time.Duration, caps transport.Caps) time.Duration {
+// placement: set, DefaultSpin, or nothing when the ranks of the host
+// outnumber the processors they run on (Host.SharesCores).
+func spinFor(spin time.Duration, host transport.Host) time.Duration {
 	switch {
 	case spin < 0:
 		return 0
 	case spin > 0:
 		return spin
-	case caps.SharesCores(caps.HostRanks):
+	case host.SharesCores(host.Ranks):
 		return 0
 	}
 	return DefaultSpin
@@ -267,9 +269,12 @@ func (e *Endpoint) Size() int { return e.size }
 // have no size limit (MaxAM 0: the engine sends messages of any size
 // eagerly) but the frame's, 1 GiB. The target allocates the payload of a
 // large one as its bytes arrive, so that a header alone cannot make it
-// allocate that much. HostRanks counts the ranks whose address names
-// this endpoint's host.
+// allocate that much.
 func (e *Endpoint) Caps() transport.Caps { return e.caps }
+
+// Host reports the ranks whose address names this host, and that
+// arrivals come through the network poller.
+func (e *Endpoint) Host() transport.Host { return e.host }
 
 // Addr returns the address the endpoint listens on.
 func (e *Endpoint) Addr() net.Addr { return e.ln.Addr() }

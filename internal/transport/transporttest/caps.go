@@ -10,9 +10,9 @@ import (
 	"github.com/narma-rma/narma/internal/transport"
 )
 
-// testCaps checks that every endpoint reports the same, sensible Caps
-// (but for the facts of its host: HostRanks and OneProcess) and that
-// MaxAM is enforced exactly.
+// testCaps checks that every endpoint reports the same, sensible Caps,
+// a Host whose count of ranks fits the job, and that MaxAM is enforced
+// exactly.
 func testCaps(t *testing.T, f factory) {
 	e := newEnv(t, f, 3)
 	if e.caps.Name == "" {
@@ -21,17 +21,12 @@ func testCaps(t *testing.T, f factory) {
 	if e.caps.MaxAM < 0 {
 		t.Errorf("Caps().MaxAM = %d", e.caps.MaxAM)
 	}
-	jobWide := func(c transport.Caps) transport.Caps {
-		c.HostRanks, c.OneProcess = 0, false
-		return c
-	}
 	for i, ep := range e.eps {
-		c := ep.Caps()
-		if jobWide(c) != jobWide(e.caps) {
+		if c := ep.Caps(); c != e.caps {
 			t.Errorf("rank %d: Caps() = %+v, rank 0 says %+v", i, c, e.caps)
 		}
-		if c.HostRanks < 0 || c.HostRanks > len(e.eps) {
-			t.Errorf("rank %d: Caps().HostRanks = %d in a job of %d", i, c.HostRanks, len(e.eps))
+		if h := ep.Host(); h.Ranks < 0 || h.Ranks > len(e.eps) {
+			t.Errorf("rank %d: Host().Ranks = %d in a job of %d", i, h.Ranks, len(e.eps))
 		}
 	}
 	if e.caps.MaxAM == 0 {
