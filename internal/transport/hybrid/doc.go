@@ -85,7 +85,7 @@
 // however many goroutines wait. The engine adds its own
 // guarantee on top: its handlers call Wake (Comm.wake) whenever a waiter
 // is registered, and its waiters register before their last check
-// (internal/engine/signal.go, sleepWait), so a rank waiting for a notice
+// (internal/engine/wait.go, sleepWait), so a rank waiting for a notice
 // from another host is woken as soon as the TCP reader has run the
 // notice's handler, at the cost of one futex wake.
 //

@@ -192,7 +192,7 @@ inline membarrier(c) {
 }
 
 /* the engine (internal/engine) and the checker's bookkeeping */
-byte esl;                       /* Comm.sleepers (signal.go: sleepWait) */
+byte esl;                       /* Comm.sleepers (wait.go: sleepWait) */
 byte taken;                     /* notices handled */
 byte nextk[NPROD];              /* next notice expected from each producer */
 

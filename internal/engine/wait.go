@@ -9,6 +9,11 @@ import (
 	"github.com/narma-rma/narma/internal/transport"
 )
 
+// This file is the engine's waiting policy: how a call that waits for a
+// condition spins, polls the transport, yields and sleeps (wait,
+// waitPolling, pollWait, sleepWait), and how state changes wake it (wake,
+// and the broadcast signal below).
+
 // signal is a broadcast wake-up: a waiter takes a channel (channel),
 // checks its condition, sleeps on the channel, and gives it back
 // (release); broadcast signals every channel taken since the last
