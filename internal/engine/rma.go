@@ -276,7 +276,8 @@ func (w *Win) Do(a *Access) error {
 // or whose epoch is immediate, without building a plan. It reports false,
 // having done nothing, whenever any check fails or the operation must be
 // queued; the general path then does the work and produces the error
-// message. When it reports true, err is the operation's result.
+// message. When it reports true, err is the operation's result. It asks
+// routeOf, as route does, whether the epoch carries the operation at once.
 func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if (a.Kind != KindPut && a.Kind != KindGet) || w.freed || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
 		return false, nil
@@ -290,20 +291,8 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if a.Notice.Kind() == transport.NoticeSignal || w.checkNotice("", &a.Notice, t) != nil {
 		return false, nil
 	}
-	switch {
-	case w.lockKind[t] != 0 || w.lockAll:
-		if !w.lockHeld[t] {
-			return false, nil
-		}
-	case w.accessOn && w.accessSet[t]:
-		if w.strategy == Deferred {
-			return false, nil
-		}
-	case w.fenceOpen:
-		if w.strategy == Deferred {
-			return false, nil
-		}
-	default:
+	r, fence := w.routeOf(t)
+	if r != routeNow {
 		return false, nil
 	}
 	esz := a.Type.Size()
@@ -314,7 +303,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if a.Disp < 0 || a.Disp > size/unit || a.Disp*unit+len(a.Origin) > size {
 		return false, nil
 	}
-	if w.fenceOpen && !(w.lockKind[t] != 0 || w.lockAll) && !(w.accessOn && w.accessSet[t]) {
+	if fence {
 		w.fenceUsed = true // only now that every check passed
 	}
 	if a.Kind == KindPut {
@@ -392,16 +381,46 @@ func (w *Win) enqueue(a *Access, p *plan) {
 // route decides whether an operation to target t runs now or is queued,
 // or reports that t is not in an access epoch.
 func (w *Win) route(name string, t int) (deferred bool, err error) {
+	r, fence := w.routeOf(t)
+	if r == notInEpoch {
+		return false, opErr(name, w.c.rank, ErrNotInEpoch, "rank %d", t)
+	}
+	if fence {
+		w.fenceUsed = true
+	}
+	return r == routeDeferred, nil
+}
+
+// routing is how an operation travels in the epoch that covers its
+// target.
+type routing uint8
+
+const (
+	notInEpoch    routing = iota // no epoch covers the target
+	routeNow                     // at once: a lock held, or an epoch of the immediate strategy
+	routeDeferred                // queued for the epoch's closing call (or the lock's grant)
+)
+
+// routeOf says how an operation to t travels (route and fastPath), and
+// whether the epoch is a fence's, whose closing call then has work to
+// complete.
+func (w *Win) routeOf(t int) (r routing, fence bool) {
+	now := routeNow
+	if w.strategy == Deferred {
+		now = routeDeferred
+	}
 	switch {
 	case w.lockKind[t] != 0 || w.lockAll:
-		return !w.lockHeld[t], nil
+		if w.lockHeld[t] {
+			return routeNow, false
+		}
+		return routeDeferred, false
 	case w.accessOn && w.accessSet[t]:
-		return w.strategy == Deferred, nil
+		return now, false
 	case w.fenceOpen:
-		w.fenceUsed = true
-		return w.strategy == Deferred, nil
+		return now, true
 	}
-	return false, opErr(name, w.c.rank, ErrNotInEpoch, "rank %d", t)
+	return notInEpoch, false
 }
 
 // replay performs the operations queued for t, in issue order; with
