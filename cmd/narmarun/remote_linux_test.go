@@ -218,15 +218,17 @@ func TestRemoteStopped(t *testing.T) {
 			t.Errorf("status %d, want %d", res.status, exitTimeout)
 		}
 		// Rank 1 says why it exits: that its launcher stopped the job
-		// (its bootstrap connection closed), or, when a rank it waits
-		// for was stopped first and its wait saw that before its own
-		// connection closed, that this rank failed. Which one comes
-		// first is a race between two connections closing at once (the
-		// cause of this test's failures in CI, 1 run in 2 or so under
-		// load); that the second message should name the launcher's
-		// stop is narma's to improve, not this test's to hide.
+		// (its bootstrap connection closed), or, when a rank it talks
+		// to was stopped first and rank 1 saw that before its own
+		// connection closed, that this rank failed: a wait names it
+		// ("rank 2 failed"), an operation names its connection ("rank
+		// 2: ... peer failed"). Which comes first is a race between
+		// connections that close at once (the cause of this test's
+		// failures in CI); that the second kind of message should name
+		// the launcher's stop is narma's to improve (issue 19), not
+		// this test's to hide.
 		if !strings.Contains(res.stderr, "narma: rank 1 of 4: exiting: ") &&
-			!regexp.MustCompile(`\(rank 1\): rank \d failed`).MatchString(res.stderr) {
+			!regexp.MustCompile(`\(rank 1\): rank \d( failed|: .*peer failed)`).MatchString(res.stderr) {
 			t.Errorf("stderr %q: rank 1 does not say why it exits", res.stderr)
 		}
 		checkNoSurvivors(t, prog)
