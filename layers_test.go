@@ -91,25 +91,12 @@ func TestLayers(t *testing.T) {
 		"golang.org/x/sys/unix": {"internal/sys"},
 		"unsafe":                {"internal/mem", "internal/sys", "internal/transport/shm"},
 	}
-	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case !d.IsDir():
-			return nil
-		case path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
-			return filepath.SkipDir
-		}
-		imports := packageImports(t, path)
+	for path, imports := range allImports(t) {
 		for imp, allowed := range floors {
 			if files, ok := imports[imp]; ok && !slices.Contains(allowed, path) {
 				t.Errorf("package %s imports %s (in %s); only %s may", path, imp, strings.Join(files, ", "), strings.Join(allowed, ", "))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -119,18 +106,9 @@ func TestLayers(t *testing.T) {
 func moduleDeps(t *testing.T) map[string]map[string]bool {
 	t.Helper()
 	direct := map[string][]string{}
-	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case !d.IsDir():
-			return nil
-		case path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
-			return filepath.SkipDir
-		}
-		imports := packageImports(t, path)
+	for path, imports := range allImports(t) {
 		if len(imports) == 0 {
-			return nil
+			continue
 		}
 		pkg := module
 		if path != "." {
@@ -142,10 +120,6 @@ func moduleDeps(t *testing.T) map[string]map[string]bool {
 				direct[pkg] = append(direct[pkg], imp)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	all := map[string]map[string]bool{}
 	var visit func(pkg string) map[string]bool
@@ -175,6 +149,29 @@ func keys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// allImports maps each directory of the module (relative to its root, "."
+// for the root) to the imports of its non-test Go files (packageImports).
+func allImports(t *testing.T) map[string]map[string][]string {
+	t.Helper()
+	out := map[string]map[string][]string{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case !d.IsDir():
+			return nil
+		case path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata"):
+			return filepath.SkipDir
+		}
+		out[path] = packageImports(t, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
