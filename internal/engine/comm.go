@@ -14,7 +14,6 @@ import (
 // Active-message handler ids used by the engine.
 const (
 	amMsg transport.AMID = 1 // two-sided message: hdr = msgHeader
-	amWin transport.AMID = 2 // window control: hdr = winHeader
 )
 
 // Comm is one rank's communicator: a message context on the engine state
@@ -67,9 +66,6 @@ type core struct {
 	// sleeper is the poller as a transport.Sleeper, if it is one: its
 	// waiters sleep on the transport's doorbell.
 	sleeper transport.Sleeper
-	// waker is the endpoint as a transport.Waker, if it is one: windows
-	// then write their peers' control words themselves.
-	waker transport.Waker
 	// spin is how long a waiter polls busily before it starts yielding:
 	// long when every rank can have a core, nothing when ranks outnumber
 	// the cores (a busy waiter would then keep the rank it waits for off
@@ -108,7 +104,6 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	}
 	k.poller, _ = ep.(transport.Poller)
 	k.sleeper, _ = ep.(transport.Sleeper)
-	k.waker, _ = ep.(transport.Waker)
 	host := ep.Host()
 	k.pollSpins = pollSpinsShared
 	if !sharesCores(host, k.size) {
@@ -127,7 +122,6 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	if p, ok := ep.(transport.Placer); ok {
 		p.SetAMPlacer(amMsg, (*msgPlacer)(c))
 	}
-	ep.SetAMHandler(amWin, c.handleWin)
 	ep.SetFailureHandler(c.handleFailure)
 	ep.SetNoticeHandler(c.handleNotice)
 	return c

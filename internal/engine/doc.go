@@ -7,8 +7,8 @@
 // The engine is built on a transport.Endpoint and nothing else: locks are
 // words in an exposed control region updated with remote atomics; PSCW and
 // fence completion are counts in words of that region, added to by the
-// sender directly over shared memory (transport.DirectRegion and Waker)
-// and by active messages elsewhere; two-sided messages are active messages
+// target's notice handler when a sender's notice with no data reaches the
+// region; two-sided messages are active messages
 // matched here. The public package narma wraps this one; it never
 // sees the transport.
 package engine

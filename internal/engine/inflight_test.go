@@ -113,7 +113,9 @@ type stallRegion struct {
 func (r *stallRegion) Put(off int, src []byte, n transport.Notice, c *transport.Completion) error {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
-	if !r.f.held {
+	// Data is held; the window control messages (notices with no data)
+	// pass, as the active messages that once carried them did.
+	if !r.f.held || len(src) == 0 {
 		return r.Region.Put(off, src, n, c)
 	}
 	src = slices.Clone(src)

@@ -43,6 +43,10 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 	if w == nil {
 		return
 	}
+	if key == w.ctlKey {
+		w.handleCtl(src, n)
+		return
+	}
 	switch n.Kind() {
 	case transport.NoticeTag:
 		if n.Tag() < 0 {
@@ -99,9 +103,10 @@ func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) {
 // publishKeys rebuilds the key-to-window map that handleNotice reads
 // without locks; the caller holds c.winsMu.
 func (c *Comm) publishKeys() {
-	m := make(map[transport.Key]*Win, len(c.wins))
+	m := make(map[transport.Key]*Win, 2*len(c.wins))
 	for _, w := range c.wins {
 		m[w.key] = w
+		m[w.ctlKey] = w
 	}
 	c.byKey.Store(&m)
 }

@@ -16,11 +16,10 @@ import (
 )
 
 // Failure tests of the window synchronization (PSCW and the deferred
-// fence) after a peer failed, over both ways control messages travel:
-// "messages" (active messages, counted by handleWin) and "words" (the
-// sender adds to the target's control word itself, Win.ctlWords, as over
-// shared memory).
-var ctlPaths = []string{"messages", "words"}
+// fence) after a peer failed. Control messages travel one way, as
+// notices with no data on the target's control region (sendCtl); the
+// tests run per path so that another way, were one added, is tested too.
+var ctlPaths = []string{"notices"}
 
 // gate holds the goroutines that pass it while it is shut.
 type gate struct {
@@ -92,22 +91,28 @@ func (e *failEndpoint) SendAM(dst int, id transport.AMID, hdr, payload []byte) e
 	if id == amMsg {
 		e.msgs.Add(1)
 	}
-	if id == amWin && int(e.refuse.Load()) == dst+1 {
-		return fmt.Errorf("test: control message to rank %d refused: %w", dst, transport.ErrPeer)
-	}
 	return e.Endpoint.SendAM(dst, id, hdr, payload)
 }
 
-// wakingEndpoint is a failEndpoint that is also a transport.Waker, so
-// that windows over it keep their control words in each other's memory
-// (Win.ctlWords), as over shared memory. WakeRank wakes the rank's
-// waiters, as a doorbell would.
-type wakingEndpoint struct {
-	*failEndpoint
-	wake func(r int)
+// Region returns target's region, which refuses window control messages
+// (notices with no data) while refuse names target.
+func (e *failEndpoint) Region(target int, key transport.Key, size int) (transport.Region, error) {
+	r, err := e.Endpoint.Region(target, key, size)
+	return refusingRegion{r, e, target}, err
 }
 
-func (e wakingEndpoint) WakeRank(r int) { e.wake(r) }
+type refusingRegion struct {
+	transport.Region
+	e      *failEndpoint
+	target int
+}
+
+func (r refusingRegion) Put(off int, src []byte, n transport.Notice, c *transport.Completion) error {
+	if len(src) == 0 && n.Kind() == transport.NoticeCounter && int(r.e.refuse.Load()) == r.target+1 {
+		return fmt.Errorf("test: control message to rank %d refused: %w", r.target, transport.ErrPeer)
+	}
+	return r.Region.Put(off, src, n, c)
+}
 
 // failWorld is n ranks over a local fabric whose ranks the test can kill,
 // with a 64-byte window of strategy st on each.
@@ -127,11 +132,7 @@ func newFailWorld(t *testing.T, n int, st Strategy, path string) *failWorld {
 	fw := &failWorld{f: f, eps: make([]*failEndpoint, n), cs: make([]*Comm, n)}
 	for r := range n {
 		fw.eps[r] = &failEndpoint{Endpoint: f.Endpoint(r)}
-		var ep transport.Endpoint = fw.eps[r]
-		if path == "words" {
-			ep = wakingEndpoint{fw.eps[r], func(r int) { fw.cs[r].wake() }}
-		}
-		fw.cs[r] = New(ep, nil, nil)
+		fw.cs[r] = New(fw.eps[r], nil, nil)
 	}
 	t.Cleanup(func() {
 		for _, e := range fw.eps {
@@ -147,9 +148,6 @@ func newFailWorld(t *testing.T, n int, st Strategy, path string) *failWorld {
 		fw.ws[c.rank] = w
 		return err
 	})
-	if words := fw.ws[0].ctlWords != nil; words != (path == "words") {
-		t.Fatalf("path %s: windows keep control words in peers' memory: %v", path, words)
-	}
 	return fw
 }
 
@@ -271,7 +269,7 @@ func TestPSCWPostToFailedRank(t *testing.T) {
 func TestPSCWPostFailsMidway(t *testing.T) {
 	for _, st := range []Strategy{Immediate, Deferred} {
 		t.Run(st.String(), func(t *testing.T) {
-			fw := newFailWorld(t, 3, st, "messages")
+			fw := newFailWorld(t, 3, st, "notices")
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
 			w0, w1 := fw.ws[0], fw.ws[1]

@@ -55,9 +55,8 @@ const MaxDispUnit = 1 << 20
 // fence-done messages (at ctlFence); then, per origin rank, the counts of
 // its post messages and of its complete messages (ctlCounts). The counts
 // only grow: a rank takes a message by counting it in its seen counts.
-// They are added to by the handler of window control messages or, on a
-// transport that reaches peers' memory directly (DirectRegion) and wakes
-// them (Waker), by the sending rank itself with one atomic instruction.
+// They are added to by handleCtl, the target's handler of window control
+// messages, which travel as notices with no data (sendCtl).
 const (
 	ctlLock   = 0
 	ctlFence  = 64
@@ -97,15 +96,13 @@ func exclWord(rank int) uint64 { return lockExcl | uint64(rank)<<lockRankShift }
 // never releases its share.
 const stuckLockAfter = time.Second
 
-// Window control messages (amWin).
+// Kinds of window control messages (sendCtl): the index of the counter
+// notice that carries one.
 const (
 	winPost uint8 = iota + 1
 	winComplete
 	winFenceDone
 )
-
-// winHeader: id u32, kind u8 (little-endian).
-const winHeaderLen = 8
 
 // Win is one rank's part of a window.
 //
@@ -127,7 +124,6 @@ type Win struct {
 	regions    []transport.Region // data region of each rank
 	ctlRegions []transport.Region // control region of each rank
 	lockWords  [][]byte           // each rank's lock word, if the transport is Direct
-	ctlWords   [][]byte           // each rank's control region, if the transport is Direct and a Waker
 	sizes      []int              // window size of each rank, bytes
 	units      []int              // displacement unit of each rank
 
@@ -289,12 +285,6 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 				w.lockWords = make([][]byte, n)
 			}
 			w.lockWords[r] = d.Direct()[ctlLock : ctlLock+8]
-			if c.waker != nil {
-				if w.ctlWords == nil {
-					w.ctlWords = make([][]byte, n)
-				}
-				w.ctlWords[r] = d.Direct()[:ctlSize(n)]
-			}
 		}
 	}
 	return w, nil
@@ -363,46 +353,38 @@ func (w *Win) Free(ctx context.Context) error {
 	return nil
 }
 
-// sendCtl sends a window control message to rank r: it adds one to r's
-// control word for it, directly if the transport allows, else by an
-// active message whose handler (handleWin) does. A message to a rank
-// known to have failed fails with ErrPeer on both paths: its memory may
-// still be there to add to, but nobody will take the message.
+// sendCtl sends a window control message of kind to rank r: a notice
+// with no data on r's control region (a counter notice whose index is the
+// kind), which the transport delivers, as any notice, after this rank's
+// earlier operations on r and wakes r for if r sleeps; r's handleCtl
+// counts it. The engine thus neither writes peers' memory nor knows how a
+// transport wakes them. A message to a rank known to have failed fails
+// with ErrPeer: nobody would take it.
 func (w *Win) sendCtl(op string, r int, kind uint8) error {
 	if w.c.peerFailed(r) {
 		return opErr(op, w.c.rank, ErrPeer, "rank %d failed", r)
 	}
-	if w.ctlWords != nil {
-		mem.AtomicAdd64(w.ctlWords[r][ctlOffset(kind, w.c.rank, w.c.size):], 1)
-		w.c.waker.WakeRank(r)
-		return nil
-	}
-	var hdr [winHeaderLen]byte
-	binary.LittleEndian.PutUint32(hdr[0:], w.id)
-	hdr[4] = kind
-	if err := w.c.ep.SendAM(r, amWin, hdr[:], nil); err != nil {
+	if err := w.ctlRegions[r].Put(0, nil, transport.TagNotice(transport.NoticeCounter, int32(kind)), nil); err != nil {
 		return opErr(op, w.c.rank, ErrPeer, "to rank %d: %v", r, err)
 	}
 	return nil
 }
 
-// handleWin counts incoming window control messages.
-func (c *Comm) handleWin(src int, hdr, _ []byte) {
-	if len(hdr) < winHeaderLen || src < 0 || src >= c.size {
+// handleCtl counts a control message (sendCtl) from src and wakes the
+// waiters.
+func (w *Win) handleCtl(src int, n transport.Notice) {
+	if n.Kind() != transport.NoticeCounter || src < 0 || src >= w.c.size {
+		w.badNotices.Add(1)
 		return
 	}
-	id := binary.LittleEndian.Uint32(hdr[0:])
-	c.winsMu.Lock()
-	w := c.wins[id]
-	c.winsMu.Unlock()
-	if w == nil {
+	switch kind := n.Tag(); kind {
+	case int32(winPost), int32(winComplete), int32(winFenceDone):
+		mem.AtomicAdd64(w.ctl[ctlOffset(uint8(kind), src, w.c.size):], 1)
+	default:
+		w.badNotices.Add(1)
 		return
 	}
-	switch kind := hdr[4]; kind {
-	case winPost, winComplete, winFenceDone:
-		mem.AtomicAdd64(w.ctl[ctlOffset(kind, src, c.size):], 1)
-	}
-	c.wake()
+	w.c.wake()
 }
 
 // ctlPending returns how many control messages of kind from src (any

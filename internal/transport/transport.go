@@ -340,16 +340,6 @@ type DirectRegion interface {
 	Direct() []byte
 }
 
-// Waker is implemented by Direct transports whose ranks sleep on a
-// doorbell (Sleeper). The engine changes control words in a peer's memory
-// itself, with atomic instructions on a DirectRegion's memory, and then
-// calls WakeRank(peer): every waiter of that peer that registered (Sleeper
-// Prepare) before the call is woken, or its Sleep returns at once; one
-// that registers after the call sees the word when it looks.
-type Waker interface {
-	WakeRank(r int)
-}
-
 // Errors returned by transports.
 var (
 	ErrBounds   = errors.New("transport: access outside the region")

@@ -119,17 +119,6 @@ func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
 // Cancel ends the registration of Prepare (transport.Sleeper).
 func (e *Endpoint) Cancel() { e.own.hdr.sleepers.Add(^uint32(0)) }
 
-// WakeRank makes rank r's sleepers look again (transport.Waker): the
-// engine calls it after changing a word of r's memory itself. Every
-// sleeper that registered (Prepare) before it is woken; one that
-// registers after it sees the change when it looks.
-func (e *Endpoint) WakeRank(r int) {
-	if r < 0 || r >= len(e.peers) {
-		return
-	}
-	e.ring(e.peers[r])
-}
-
 // Wake rings the endpoint's own doorbell (transport.Sleeper): every
 // goroutine that registered before it, asleep or about to sleep, looks
 // again.
@@ -194,5 +183,3 @@ func (e *Endpoint) pendingRacy() bool {
 	}
 	return e.pending()
 }
-
-var _ transport.Waker = (*Endpoint)(nil)

@@ -209,14 +209,4 @@ func TestSleep(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the notice was not delivered")
 	}
-
-	// A peer's WakeRank (after it changed a word in rank 1's memory
-	// itself) ends a Sleep, and one prepared before it.
-	done = sleep(long)
-	time.Sleep(20 * time.Millisecond)
-	eps[0].WakeRank(1)
-	ended("a peer's WakeRank", done)
-	ended("a peer's WakeRank after its Prepare", prepared(func() { eps[0].WakeRank(1) }))
-	eps[0].WakeRank(-1) // out of range: nothing
-	eps[0].WakeRank(2)
 }

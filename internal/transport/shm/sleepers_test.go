@@ -52,10 +52,6 @@ func TestSleepTwoSleepers(t *testing.T) {
 			}
 			return nil
 		}},
-		{"a peer's WakeRank", func() error {
-			eps[0].WakeRank(1)
-			return nil
-		}},
 	}
 	// The first sleeper times out; its Sleep begins before the second's,
 	// or after it.
@@ -148,7 +144,6 @@ func TestWakeEndsEveryPreparedSleep(t *testing.T) {
 		wake func()
 	}{
 		{"Wake", eps[1].Wake},
-		{"a peer's WakeRank", func() { eps[0].WakeRank(1) }},
 	} {
 		tickets := []uint32{eps[1].Prepare(), eps[1].Prepare()}
 		w.wake()

@@ -148,8 +148,23 @@ func TestCloseEndsPoll(t *testing.T) {
 	key, got := noticeBox(t, eps[1], 64)
 	putNotice(t, eps[0], 1, key, got)
 	eps[1].spinner.setSpin(longSpin)
-	putNotice(t, eps[0], 1, key, got)
-	waitPolling(t, eps[1].spinner.set)
+	// The reader polls from its next read on, unless a write of this
+	// process is under way just then (spinSet.waiting: the origin's own
+	// write of the frame, say), which sends that read to the network
+	// poller: put again until it polls.
+	for i := 0; ; i++ {
+		putNotice(t, eps[0], 1, key, got)
+		deadline := time.Now().Add(100 * time.Millisecond)
+		for eps[1].spinner.set.polling.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if eps[1].spinner.set.polling.Load() > 0 {
+			break
+		}
+		if i == 20 {
+			t.Fatal("no reader polls")
+		}
+	}
 	start := time.Now()
 	eps[1].Kill()
 	if d := time.Since(start); d > longSpin/3 {

@@ -206,7 +206,7 @@ inline futex_wake_all() {
 	atomic { asleep[PG] = 0; asleep[WT] = 0 }
 }
 
-/* Endpoint.ring(t) (WakeRank too), by a producer */
+/* Endpoint.ring(t), by a producer */
 inline ring() {
 	if
 	:: sleepers != 0 -> bell_add(); futex_wake_all()
