@@ -1793,3 +1793,27 @@ func TestRequestBasedCallsDoNotBlock(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLocalAfterFree: after Free, Local returns nil, through the window
+// and through a view of it (As), over goroutine ranks and processes.
+func TestLocalAfterFree(t *testing.T) {
+	run(t, 2, func(c *narma.Comm) error {
+		ctx := c.Context()
+		w, err := narma.Allocate[int64](ctx, c, 4)
+		if err != nil {
+			return err
+		}
+		view := narma.As[uint8](w)
+		if len(w.Local()) != 4 || len(view.Local()) != 32 {
+			return fmt.Errorf("before Free: Local of %d and %d elements, want 4 and 32", len(w.Local()), len(view.Local()))
+		}
+		w.Local()[0] = 42
+		if err := w.Free(ctx); err != nil {
+			return err
+		}
+		if l, v := w.Local(), view.Local(); l != nil || v != nil {
+			return fmt.Errorf("after Free: Local of %d elements, the view's of %d; want nil", len(l), len(v))
+		}
+		return nil
+	})
+}

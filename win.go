@@ -106,9 +106,10 @@ func FreeMem[T Elem](s []T) error {
 
 // Local returns this rank's part of the window. Local loads and stores
 // follow MPI's rules: they must not conflict with RMA accesses in the same
-// epoch.
+// epoch. After Free it returns nil, as it does for every view of the
+// window (As); a slice taken before Free must not be used after it.
 func (w *Win[T]) Local() []T {
-	if w == nil {
+	if w == nil || w.e.Freed() {
 		return nil
 	}
 	return w.local

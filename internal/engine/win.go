@@ -293,6 +293,9 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 // Memory returns the local window memory.
 func (w *Win) Memory() []byte { return w.mem }
 
+// Freed reports whether Free has been called on the window.
+func (w *Win) Freed() bool { return w == nil || w.freed }
+
 // DispUnit returns the local displacement unit in bytes.
 func (w *Win) DispUnit() int { return w.unit }
 
