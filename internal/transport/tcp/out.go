@@ -359,6 +359,13 @@ func (o *outConn) readReplies() {
 				}
 			}
 		}
+		if cl.w != nil {
+			// A goroutine waits for this call itself (a lookup, a flush):
+			// nothing is left for FlushLocal to wait for once its reply is
+			// read, and the woken caller must not find the reader still
+			// replying (it would take its next FlushLocal for a flush).
+			o.done()
+		}
 		if err := st.err(); err != nil {
 			cl.finish(fmt.Errorf("tcp: rank %d refused: %w", o.p.rank, err))
 		} else {
