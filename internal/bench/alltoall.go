@@ -140,7 +140,7 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
 			a.progress, fmt.Sprintf("alltoall %s", FormatSize(size)),
-			func(v a2aVariant, iters int) (time.Duration, error) { return a.measure(v, n, iters) })
+			meanTime(func(v a2aVariant, iters int) (time.Duration, error) { return a.measure(v, n, iters) }))
 		if err != nil {
 			return nil, err
 		}

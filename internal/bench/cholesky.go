@@ -208,7 +208,7 @@ func runCholesky(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
 			ch.progress, fmt.Sprintf("cholesky %s", FormatSize(size)),
-			ch.measure)
+			meanTime(ch.measure))
 		if err != nil {
 			return nil, err
 		}

@@ -138,7 +138,7 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
 			f.progress, fmt.Sprintf("fence %s", FormatSize(sz)),
-			func(v fenceVariant, iters int) (time.Duration, error) { return f.measure(v, n, iters) })
+			meanTime(func(v fenceVariant, iters int) (time.Duration, error) { return f.measure(v, n, iters) }))
 		if err != nil {
 			return nil, err
 		}

@@ -244,7 +244,7 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
 			h.progress, fmt.Sprintf("halo %s", FormatSize(size)),
-			h.measure)
+			meanTime(h.measure))
 		if err != nil {
 			return nil, err
 		}

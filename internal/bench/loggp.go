@@ -185,12 +185,13 @@ func runLogGP(c *narma.Comm, cfg Config) (rows []Row, err error) {
 			if it == 0 {
 				it = iters(size)
 			}
-			d, err := p.measure(pp, size/8, it)
+			rt, err := p.measure(pp, size/8, it) // the median round trip
 			if err != nil {
 				return nil, nil, 0, 0, 0, fmt.Errorf("loggp: %w", err)
 			}
-			hrt = append(hrt, float64(d.Nanoseconds())/float64(2*it))
-			if d, err = l.originOverhead(size/8, it); err != nil {
+			hrt = append(hrt, rt/2)
+			d, err := l.originOverhead(size/8, it)
+			if err != nil {
 				return nil, nil, 0, 0, 0, err
 			}
 			os = append(os, float64(d.Nanoseconds())/float64(it))

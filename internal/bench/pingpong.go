@@ -58,7 +58,8 @@ var ppVariants = []ppVariant{
 // the references of the machine's floor and of Open MPI, which do not
 // read the data, have it: messages rotate through ppSlots areas of the
 // window, so that the peer writes a message's area again only after this
-// rank's next answer, that is after the check.
+// rank's next answer, that is after the check. Rank 0 times each round
+// trip; a round's time is its median half round trip (measure).
 func PingPong() Experiment {
 	return Experiment{
 		Name:     "pingpong",
@@ -86,9 +87,10 @@ type pingPong struct {
 	data     *narma.Request
 	ready    *narma.Request
 	read     *narma.Request
-	counted  uint64 // counter notices received so far
-	unread   bool   // get-notify: the peer has not yet read our message
-	stamps   int64  // messages stamped so far, by both ranks
+	counted  uint64          // counter notices received so far
+	unread   bool            // get-notify: the peer has not yet read our message
+	stamps   int64           // messages stamped so far, by both ranks
+	rts      []time.Duration // the round trips of a round, reused
 
 	// The received message to check after the answer (expect, verify).
 	pending      []int64
@@ -169,7 +171,7 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 		times, err := interleavedRounds(variants, warm, iters, rounds, 2,
 			p.progress, fmt.Sprintf("pingpong %s", FormatSize(size)),
-			func(v ppVariant, iters int) (time.Duration, error) { return p.measure(v, n, iters) })
+			func(v ppVariant, iters int) (float64, error) { return p.measure(v, n, iters) })
 		if err != nil {
 			return nil, err
 		}
@@ -198,8 +200,13 @@ func (p *pingPong) progress(format string, args ...any) {
 }
 
 // measure runs iters round trips of n-word messages with variant v and
-// returns the time rank 0 measured (zero on rank 1).
-func (p *pingPong) measure(v ppVariant, n, iters int) (time.Duration, error) {
+// returns the median of the round trips rank 0 timed, in ns (zero on rank
+// 1). Each round trip is timed on its own, as the machine's floor in C
+// and Open MPI's benchmarks time theirs (anchors, mpi/pingpong.c): the
+// median of single round trips is what the path costs, which a hiccup of
+// the machine (a preemption, a timer, a page fault) does not move, while
+// it moves a round's mean by as much as it lasts.
+func (p *pingPong) measure(v ppVariant, n, iters int) (float64, error) {
 	p.variant = v.Name
 	if v.open != nil {
 		if err := v.open(p); err != nil {
@@ -209,8 +216,12 @@ func (p *pingPong) measure(v ppVariant, n, iters int) (time.Duration, error) {
 	if err := p.c.Barrier(p.ctx); err != nil {
 		return 0, err
 	}
-	start := time.Now()
+	if cap(p.rts) < iters {
+		p.rts = make([]time.Duration, 0, iters)
+	}
+	rts := p.rts[:0]
 	for i := 0; i < iters; i++ {
+		start := time.Now()
 		ping := p.stamps + 1
 		pong := ping + 1
 		p.stamps += 2
@@ -231,8 +242,8 @@ func (p *pingPong) measure(v ppVariant, n, iters int) (time.Duration, error) {
 		if err != nil {
 			return 0, p.errorf("%s: %w", FormatSize(8*n), err)
 		}
+		rts = append(rts, time.Since(start))
 	}
-	d := time.Since(start)
 	if err := p.verify(); err != nil {
 		return 0, p.errorf("%s: %w", FormatSize(8*n), err)
 	}
@@ -241,7 +252,19 @@ func (p *pingPong) measure(v ppVariant, n, iters int) (time.Duration, error) {
 			return 0, p.errorf("close: %w", err)
 		}
 	}
-	return d, nil
+	if p.me != 0 || len(rts) == 0 {
+		return 0, nil
+	}
+	slices.Sort(rts)
+	return float64(median(rts).Nanoseconds()), nil
+}
+
+// median returns the median of sorted durations d (not empty).
+func median(d []time.Duration) time.Duration {
+	if n := len(d); n%2 == 0 {
+		return (d[n/2-1] + d[n/2]) / 2
+	}
+	return d[len(d)/2]
 }
 
 func (p *pingPong) errorf(format string, args ...any) error {

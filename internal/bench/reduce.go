@@ -141,7 +141,7 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
 			t.progress, fmt.Sprintf("reduce %s", FormatSize(size)),
-			func(v redVariant, iters int) (time.Duration, error) { return t.measure(v, n, iters) })
+			meanTime(func(v redVariant, iters int) (time.Duration, error) { return t.measure(v, n, iters) }))
 		if err != nil {
 			return nil, err
 		}

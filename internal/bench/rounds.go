@@ -62,12 +62,14 @@ func progressf(cfg Config, me int, format string, args ...any) {
 
 // interleavedRounds measures variants: first warm iterations of each (if
 // warm > 0), then rounds rounds of iters iterations of every variant in
-// turn, so that the machine's drift hits every variant alike. It returns
-// the times of each variant, one per round, in ns per iteration divided
-// by per. label names the size in the progress messages.
+// turn, so that the machine's drift hits every variant alike. measure
+// runs a round and returns its time per iteration in ns (meanTime makes
+// one of a measure of the round's whole time). interleavedRounds returns
+// the times of each variant, one per round, divided by per. label names
+// the size in the progress messages.
 func interleavedRounds[V any](variants []V, warm, iters, rounds, per int,
 	progress func(format string, args ...any), label string,
-	measure func(v V, iters int) (time.Duration, error)) ([][]float64, error) {
+	measure func(v V, iters int) (float64, error)) ([][]float64, error) {
 	if warm > 0 {
 		progress("%s: warm-up", label)
 		for _, v := range variants {
@@ -80,14 +82,24 @@ func interleavedRounds[V any](variants []V, warm, iters, rounds, per int,
 	for round := 0; round < rounds; round++ {
 		progress("%s: round %d/%d", label, round+1, rounds)
 		for i, v := range variants {
-			d, err := measure(v, iters)
+			t, err := measure(v, iters)
 			if err != nil {
 				return nil, err
 			}
-			times[i] = append(times[i], float64(d.Nanoseconds())/float64(per*iters))
+			times[i] = append(times[i], t/float64(per))
 		}
 	}
 	return times, nil
+}
+
+// meanTime turns measure, which returns the whole time of a round of
+// iters iterations, into interleavedRounds' measure: the round's mean
+// time per iteration.
+func meanTime[V any](measure func(v V, iters int) (time.Duration, error)) func(v V, iters int) (float64, error) {
+	return func(v V, iters int) (float64, error) {
+		d, err := measure(v, iters)
+		return float64(d.Nanoseconds()) / float64(iters), err
+	}
 }
 
 // appendRows appends to rows a row per variant of its times, one per

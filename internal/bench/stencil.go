@@ -187,7 +187,7 @@ func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
 			s.progress, fmt.Sprintf("stencil %s", FormatSize(size)),
-			s.measure)
+			meanTime(s.measure))
 		if err != nil {
 			return nil, err
 		}
