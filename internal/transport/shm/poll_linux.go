@@ -40,6 +40,9 @@ func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 	if !e.polled.Load() {
 		e.polled.Store(true)
 	}
+	if a := e.asleep.Load(); a != 0 && e.asleep.CompareAndSwap(a, 0) {
+		e.takeOver()
+	}
 	// Nothing pending, and nobody draining what was: done, with loads
 	// only (the common case of a waiter's spin). The order matters: a
 	// handler still running for an arrival that pending no longer shows
@@ -59,6 +62,22 @@ func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 	n := e.drain(h)
 	e.draining.unlock()
 	return n
+}
+
+// takeOver ends the progress goroutine's registration as a sleeper on the
+// doorbell, on its behalf, for a caller of Poll that found it registered,
+// and wakes it. While it is registered every producer rings, a system
+// call per notice; and a goroutine woken from its sleep leaves the
+// sleepers only once it runs again, which may take milliseconds when the
+// process's one processor (GOMAXPROCS=1, as under narmarun) belongs to a
+// waiter that polls and every core to a spinning rank. The caller polls,
+// so arrivals need no ring for now; the progress goroutine, woken (its
+// ticket no longer matches the doorbell), finds the endpoint polled and
+// naps on its timer, and registers again when nobody has polled for a
+// nap (model/ring.pml checks that no wake-up is lost).
+func (e *Endpoint) takeOver() {
+	e.own.hdr.sleepers.Add(^uint32(0))
+	e.Wake()
 }
 
 // Yield gives the processor to another thread of any process, and first,

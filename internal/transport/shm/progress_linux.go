@@ -79,8 +79,12 @@ func (e *Endpoint) progress() {
 			continue
 		}
 		runtime.Gosched()
+		e.asleep.Store(uint64(b) + 1)
 		sys.FutexWait(&hdr.bell, b, e.interval)
-		hdr.sleepers.Add(^uint32(0))
+		if e.asleep.CompareAndSwap(uint64(b)+1, 0) {
+			// Not taken over by a poller (poll): leave the sleepers.
+			hdr.sleepers.Add(^uint32(0))
+		}
 		select {
 		case <-e.kick: // stale: we are about to drain anyway
 		default:

@@ -104,6 +104,10 @@ type Endpoint struct {
 	scratch     []byte        // for records that wrap around the ring end
 
 	polled atomic.Bool // Poll was called since the progress goroutine last looked
+	// asleep is, while the progress goroutine is registered as a sleeper
+	// on the doorbell, its ticket plus one; else 0. A caller of Poll
+	// takes the registration over (poll).
+	asleep atomic.Uint64
 	kick   chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup

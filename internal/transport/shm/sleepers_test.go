@@ -236,3 +236,60 @@ func TestPublishWakesProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestPollTakesOverProgress: a caller of Poll that finds the progress
+// goroutine registered as a sleeper on the doorbell takes the
+// registration over, so that producers stop ringing (a system call per
+// notice) while it polls; and the progress goroutine, woken, still
+// delivers what arrives once nobody polls. Its own timeout is 10 s and
+// each notice must arrive within 2 s: a hang detector.
+func TestPollTakesOverProgress(t *testing.T) {
+	eps := newGroup(t, Config{Size: 2, CheckInterval: 10 * time.Second})
+	got := make(chan transport.Notice, 1)
+	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+	buf := mem.Alloc(64)
+	t.Cleanup(func() { mem.Free(buf) })
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eps[0].Region(1, key, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := eps[1]
+	hdr := e.own.hdr
+	const bound = 2 * time.Second
+	for i := 0; i < 20; i++ {
+		// Wait until the progress goroutine sleeps (its registration is
+		// there to take over).
+		deadline := time.Now().Add(bound)
+		for e.asleep.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the progress goroutine did not go to sleep on the doorbell")
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		if n := hdr.sleepers.Load(); n != 1 {
+			t.Fatalf("round %d: %d sleepers registered before Poll, want 1", i, n)
+		}
+		e.Poll()
+		if n := hdr.sleepers.Load(); n != 0 {
+			t.Fatalf("round %d: %d sleepers registered after Poll took over, want 0: producers would ring for a goroutine that is not asleep", i, n)
+		}
+		// Nobody polls now: the progress goroutine, woken by the
+		// takeover, must deliver this notice.
+		data := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
+		if err := r.Put(8*(i%8), data, transport.TagNotice(transport.NoticeTag, int32(i)), nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-got:
+			if n.Tag() != int32(i) {
+				t.Fatalf("notice %d arrived as tag %d", i, n.Tag())
+			}
+		case <-time.After(bound):
+			t.Fatalf("notice %d, published after a Poll took the progress goroutine's registration over, not handled within %v", i, bound)
+		}
+	}
+}

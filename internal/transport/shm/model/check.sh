@@ -59,6 +59,9 @@ runs+=(
 	"BUG_PROGRESS_SLEEP-live-both-2x1|error|-DBUG_PROGRESS_SLEEP -DLIVE -DNPROD=2 -DK=1|live"
 	# a registration by release store: shows that the store buffers are modelled
 	"BUG_RELEASE_PREPARE-waiter-3x2|error|-DBUG_RELEASE_PREPARE -DFENCED_PUBLISH -DNO_PROGRESS|safety"
+	# a poller's takeover of the progress goroutine's registration
+	"BUG_TAKEOVER_NO_WAKE-both-2+1|error|-DBUG_TAKEOVER_NO_WAKE $both|safety"
+	"BUG_TAKEOVER_TWICE-both-2+1|error|-DBUG_TAKEOVER_TWICE $both|safety"
 	# lost wake-ups break the liveness property too
 	"BUG_SLEEPERS_EARLY-live-progress-3x1|error|-DBUG_SLEEPERS_EARLY -DLIVE -DNO_WAITER -DK=1|live"
 	"BUG_NO_LOOK-live-waiter-3x1|error|-DBUG_NO_LOOK -DLIVE -DNO_PROGRESS -DK=1|live"

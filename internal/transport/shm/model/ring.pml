@@ -79,6 +79,10 @@
  *   BUG_WAIT_DRAIN      Poll's fast path ignores draining (reported only
  *                       with NO_ENGINE_WAKE: the engine's wake after each
  *                       handled notice covers that case)
+ *   BUG_TAKEOVER_NO_WAKE  a poller that takes Progress's registration
+ *                       over (poll: takeOver) does not wake it
+ *   BUG_TAKEOVER_TWICE  Progress, woken, leaves the sleepers even when a
+ *                       poller took its registration over
  *   NO_FAIL_RING        producers do not ring when the ring is full (the
  *                       properties still hold: that ring is a hint)
  *   NO_ENGINE_WAKE      handlers do not call the engine's wake
@@ -131,6 +135,7 @@ byte slk[SLOTS];                /* the other plain fields: the notice's number a
 /* the consumer side of the Endpoint (poll_linux.go, progress_linux.go) */
 bit  draining;                  /* Endpoint.draining (drainLock), as memory holds it */
 bit  polled;                    /* Endpoint.polled */
+bit  pgreg;                     /* Endpoint.asleep != 0: Progress's registration, which a poller may take over */
 
 /* store buffers of the consumers' threads */
 byte bdeq[2];                   /* a storeDeq not yet visible, or NONE */
@@ -304,6 +309,31 @@ inline poll() {
 	if                                      /* if !polled.Load() { */
 	:: polled == 0 ->
 		atomic { FENCED(WT) -> polled = 1 }     /* polled.Store(true) } */
+	:: else -> skip
+	fi;
+	/* if a := asleep.Load(); a != 0 && asleep.CompareAndSwap(a, 0) {
+	 *	takeOver(): hdr.sleepers.Add(-1); Wake(): bell.Add(1), futexWakeAll } */
+	if
+	:: pgreg ->                             /* the load: no fence */
+		atomic {                        /* the CAS: a locked instruction */
+			FENCED(WT) ->
+			if
+			:: pgreg -> pgreg = 0; go = 1
+			:: else -> skip
+			fi
+		}
+	:: else -> skip
+	fi;
+	if
+	:: go ->
+		go = 0;
+		atomic { FENCED(WT) -> sleepers-- };
+#ifndef BUG_TAKEOVER_NO_WAKE
+		atomic { FENCED(WT) -> rung[PG] = 1; rung[WT] = 1 };
+		atomic { FENCED(WT) -> asleep[PG] = 0; asleep[WT] = 0 }
+#else
+		skip
+#endif
 	:: else -> skip
 	fi;
 	pending(WT, go);
@@ -498,6 +528,7 @@ top:
 		fi;
 #endif
 #endif
+		atomic { FENCED(PG) -> pgreg = 1 };             /* e.asleep.Store(b + 1) */
 		/* futexSleep(&hdr.bell, b, e.interval), without its timeout */
 		atomic {
 			FENCED(PG) ->
@@ -507,7 +538,18 @@ top:
 			fi
 		};
 end_sleep:	asleep[PG] == 0;
-		atomic { FENCED(PG) -> sleepers-- }             /* hdr.sleepers.Add(-1) */
+		/* if e.asleep.CompareAndSwap(b+1, 0) { hdr.sleepers.Add(-1) } */
+		atomic {
+			FENCED(PG) ->
+			if
+			:: pgreg -> pgreg = 0; sleepers--
+#ifdef BUG_TAKEOVER_TWICE
+			:: else -> sleepers--
+#else
+			:: else -> skip
+#endif
+			fi
+		}
 	od
 }
 
