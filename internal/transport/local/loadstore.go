@@ -25,7 +25,7 @@ func PutAt(region []byte, off int, src []byte) error {
 	if off < 0 || len(src) > len(region)-off {
 		return transport.ErrBounds
 	}
-	copy(region[off:], src)
+	mem.CopyOut(region[off:], src)
 	return nil
 }
 

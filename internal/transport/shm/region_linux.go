@@ -32,7 +32,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 	t := r.ep.peers[r.target]
 	for spin := 0; ; spin++ {
 		if pos, ok := t.tryClaim(); ok {
-			copy(r.mem[off:], src)
+			mem.CopyOut(r.mem[off:], src)
 			raceRelease()
 			t.publish(pos, r.ep.rank, r.key, n)
 			r.ep.ring(t)
