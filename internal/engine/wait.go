@@ -311,10 +311,18 @@ func (c *Comm) sleepWait(ctx context.Context, self bool, cond func() bool) (done
 // this rank, if it is a transport.Poller: the non-blocking tests call it
 // so that a test loop sees arrivals at once.
 func (c *Comm) progress() {
-	if c.poller != nil {
-		c.poller.Poll()
+	if c.poller == nil {
+		return
+	}
+	// A Poll may run only a first part of what arrived: poll until it
+	// reports nothing, or for a bounded number of rounds under an
+	// endless stream.
+	for i := 0; i < progressPolls && c.poller.Poll(); i++ {
 	}
 }
+
+// progressPolls bounds the Polls of one progress call.
+const progressPolls = 1 << 10
 
 // wake tells waiters that state they may be waiting for has changed.
 func (c *Comm) wake() {

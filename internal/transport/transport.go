@@ -360,10 +360,14 @@ var (
 // else on their own after calling Park.
 type Poller interface {
 	// Poll runs the handlers of whatever had arrived when it was called,
-	// on the calling goroutine, and reports whether it ran any. If
-	// another goroutine is draining, it waits for that one to finish
-	// (handlers never block, so this is short). It must not be called
-	// from a handler.
+	// or of a first part of it, on the calling goroutine, and reports
+	// whether it ran any: a caller that needs every handler run polls
+	// until Poll reports false. (A transport may stop where going on
+	// would cost the caller, who may be waiting for what it handled
+	// already, a wait for memory another core is writing.) If another
+	// goroutine is draining, it waits for that one to finish (handlers
+	// never block, so this is short). It must not be called from a
+	// handler.
 	Poll() bool
 	// PollNotices is Poll, except that the notices it finds are given to
 	// h instead of the installed notice handler (a waiter that can use

@@ -25,9 +25,10 @@ func (l *drainLock) unlock() { mem.StoreRelease32(&l.v, 0) }
 func (l *drainLock) held() bool { return atomic.LoadUint32(&l.v) != 0 }
 
 // Poll runs the handlers of the notices and active messages that have
-// arrived, on the calling goroutine (after waiting for another goroutine
-// that is draining, if any); it reports whether it ran any
-// (transport.Poller).
+// arrived (of a ring of active messages, those up to one that starts a
+// cache line after one it ran: drainRing), on the calling goroutine
+// (after waiting for another goroutine that is draining, if any); it
+// reports whether it ran any (transport.Poller).
 func (e *Endpoint) Poll() bool { return e.poll(nil) }
 
 // PollNotices is Poll with h in place of the notice handler

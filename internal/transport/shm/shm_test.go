@@ -4,6 +4,7 @@ package shm
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -208,5 +209,45 @@ func TestSleep(t *testing.T) {
 		}
 	case <-time.After(bound):
 		t.Fatal("the notice was not delivered")
+	}
+}
+
+// TestDrainRingStopsAtFreshLine: a drain of a ring of active messages
+// stops before a record that starts a cache line it has not read (the
+// producer wrote that line last: to look at it would wait for the
+// producer's core), and polling again takes the rest, every message once
+// and in order.
+func TestDrainRingStopsAtFreshLine(t *testing.T) {
+	eps := newGroup(t, Config{Size: 2, CheckInterval: 10 * time.Second})
+	e := eps[1]
+	var got []byte
+	e.SetAMHandler(3, func(src int, hdr, payload []byte) { got = append(got, payload[0]) })
+	// Keep the progress goroutine from draining: this goroutine drains.
+	for !e.draining.tryLock() {
+		runtime.Gosched()
+	}
+	if head := e.own.ringHeads[0].loadHead(); head%lineSize != 0 {
+		t.Fatalf("ring of rank 0 starts at %d, want a line start", head)
+	}
+	// Records of 32 bytes (head 16, header 8, payload 8): two per line.
+	const n = 8
+	for i := 0; i < n; i++ {
+		if err := eps[0].SendAM(1, 3, make([]byte, 8), []byte{byte(i), 0, 0, 0, 0, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !e.drainRing(0) || len(got) != 2 {
+		t.Fatalf("the first drain handled %d messages, want the 2 of the first line", len(got))
+	}
+	for e.drainRing(0) {
+	}
+	e.draining.unlock()
+	if len(got) != n {
+		t.Fatalf("handled %d messages, want %d", len(got), n)
+	}
+	for i, v := range got {
+		if v != byte(i) {
+			t.Fatalf("messages handled in the order %v", got)
+		}
 	}
 }
