@@ -17,7 +17,7 @@ package mem
 // Overlapping slices are copied with copy.
 func CopyOut(dst, src []byte) int {
 	n := min(len(dst), len(src))
-	if n < 256 || overlap(dst[:n], src[:n]) {
+	if n < 256 || n >= copyOutMax || overlap(dst[:n], src[:n]) {
 		return copy(dst, src)
 	}
 	copy(dst[64:n-64], src[64:n-64])
@@ -25,6 +25,11 @@ func CopyOut(dst, src []byte) int {
 	copy(dst[n-64:n], src[n-64:n])
 	return n
 }
+
+// copyOutMax is the size from which CopyOut leaves the order to copy:
+// Go's copy moves 1 MiB and more with non-temporal stores, which take no
+// line for ownership, and CopyOut's body would fall just short of that.
+const copyOutMax = 1 << 20
 
 // overlap reports whether a and b, not empty, share memory.
 func overlap(a, b []byte) bool {
