@@ -199,18 +199,7 @@ func TestPublishWakesProgress(t *testing.T) {
 					}
 				}
 			}
-			got := make(chan transport.Notice, 1)
-			eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
-			buf := mem.Alloc(64)
-			t.Cleanup(func() { mem.Free(buf) })
-			key, err := eps[1].Expose(buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := eps[0].Region(1, key, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, got, buf := noticeTarget(t, eps)
 			const bound = 2 * time.Second
 			for i := 0; i < 200; i++ {
 				// Wait until the progress goroutine sleeps (or is about to).
@@ -245,18 +234,7 @@ func TestPublishWakesProgress(t *testing.T) {
 // each notice must arrive within 2 s: a hang detector.
 func TestPollTakesOverProgress(t *testing.T) {
 	eps := newGroup(t, Config{Size: 2, CheckInterval: 10 * time.Second})
-	got := make(chan transport.Notice, 1)
-	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
-	buf := mem.Alloc(64)
-	t.Cleanup(func() { mem.Free(buf) })
-	key, err := eps[1].Expose(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eps[0].Region(1, key, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, got, _ := noticeTarget(t, eps)
 	e := eps[1]
 	hdr := e.own.hdr
 	const bound = 2 * time.Second
@@ -292,4 +270,22 @@ func TestPollTakesOverProgress(t *testing.T) {
 			t.Fatalf("notice %d, published after a Poll took the progress goroutine's registration over, not handled within %v", i, bound)
 		}
 	}
+}
+
+// noticeTarget makes rank 1 of eps send the notices it gets to got, and
+// returns rank 0's handle r on the 64 bytes buf that rank 1 exposed.
+func noticeTarget(t *testing.T, eps []*Endpoint) (r transport.Region, got chan transport.Notice, buf []byte) {
+	t.Helper()
+	got = make(chan transport.Notice, 1)
+	eps[1].SetNoticeHandler(func(_ int, _ transport.Key, n transport.Notice) { got <- n })
+	buf = mem.Alloc(64)
+	t.Cleanup(func() { mem.Free(buf) })
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = eps[0].Region(1, key, 64); err != nil {
+		t.Fatal(err)
+	}
+	return r, got, buf
 }
