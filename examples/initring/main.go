@@ -81,7 +81,11 @@ func ring(ctx context.Context, c *narma.Comm) error {
 		if got := w.Local()[0]; got != want {
 			return fmt.Errorf("token %d after %d laps of %d ranks, want %d", got, laps, n, want)
 		}
-		fmt.Printf("token went %d times around %d ranks: %d\n", laps, n, w.Local()[0])
+		ranks := "ranks"
+		if n == 1 {
+			ranks = "rank"
+		}
+		fmt.Printf("token went %d times around %d %s: %d\n", laps, n, ranks, w.Local()[0])
 	}
 	return w.UnlockAll(ctx)
 }
