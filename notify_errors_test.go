@@ -207,9 +207,9 @@ func TestNotifyBadNotices(t *testing.T) {
 					res := int64(-77)
 					if me == 2 {
 						// Outside every epoch: ErrNotInEpoch, with good notices.
-						k.is("PutNotify outside an epoch", w.PutNotify([]int64{-1}, 0, 0, narma.Tag(1)), narma.ErrNotInEpoch, "Put")
-						k.is("GetNotify outside an epoch", w.GetNotify(out[:1], 0, 0, narma.Counter(0)), narma.ErrNotInEpoch, "Get")
-						k.is("AccumulateNotify outside an epoch", w.AccumulateNotify([]int64{1}, 0, 0, narma.Sum, narma.Signal(15, 1, narma.SignalAdd)), narma.ErrNotInEpoch, "Accumulate")
+						k.is("PutNotify outside an epoch", w.PutNotify([]int64{-1}, 0, 0, narma.Tag(1)), narma.ErrNotInEpoch, "PutNotify")
+						k.is("GetNotify outside an epoch", w.GetNotify(out[:1], 0, 0, narma.Counter(0)), narma.ErrNotInEpoch, "GetNotify")
+						k.is("AccumulateNotify outside an epoch", w.AccumulateNotify([]int64{1}, 0, 0, narma.Sum, narma.Signal(15, 1, narma.SignalAdd)), narma.ErrNotInEpoch, "AccumulateNotify")
 						k.is("FetchAndOpNotify outside an epoch", w.FetchAndOpNotify(1, &res, 0, 0, narma.Sum, narma.Tag(1)), narma.ErrNotInEpoch, "FetchAndOp")
 					}
 					if err := open(); err != nil {
@@ -514,7 +514,7 @@ func TestNotifyRequestOfFreedWindow(t *testing.T) {
 		k.is("Signal on a freed window", err, narma.ErrFreed, "Signal")
 		_, err = w.WaitSignal(ctx, 0, narma.CmpEQ, 0)
 		k.is("WaitSignal on a freed window", err, narma.ErrFreed, "WaitSignal")
-		k.is("PutNotify on a freed window", w.PutNotify(nil, 1-c.Rank(), 0, narma.Tag(0)), narma.ErrFreed, "Put")
+		k.is("PutNotify on a freed window", w.PutNotify(nil, 1-c.Rank(), 0, narma.Tag(0)), narma.ErrFreed, "PutNotify")
 		return k.err()
 	})
 }

@@ -23,6 +23,19 @@ const (
 
 var kindNames = [...]string{"invalid", "Put", "Get", "Accumulate", "GetAccumulate", "FetchAndOp", "CompareAndSwap"}
 
+// notifyNames are the names of the notified calls (an Access carrying a
+// notice), by kind: "invalid" where there is none.
+var notifyNames = [...]string{"invalid", "PutNotify", "GetNotify", "AccumulateNotify", "invalid", "invalid", "invalid"}
+
+// name returns the name of the call that made a: its kind's, or the
+// notified call's if a carries a notice.
+func (a *Access) name() string {
+	if a.Notice.Kind() != transport.NoticeNone && int(a.Kind) < len(notifyNames) && notifyNames[a.Kind] != "invalid" {
+		return notifyNames[a.Kind]
+	}
+	return a.Kind.String()
+}
+
 // reqNames are the names of the request-based calls, built once.
 var reqNames = [...]string{"invalid", "Rput", "Rget", "Raccumulate", "RgetAccumulate", "RfetchAndOp", "RcompareAndSwap"}
 
@@ -245,14 +258,14 @@ func (w *Win) Do(a *Access) error {
 	if w == nil || a == nil {
 		name := "Do"
 		if a != nil {
-			name = a.Kind.String()
+			name = a.name()
 		}
 		return opErr(name, -1, ErrFreed, "nil window")
 	}
 	if done, err := w.fastPath(a); done {
 		return err
 	}
-	name := a.Kind.String()
+	name := a.name()
 	if err := w.check(name); err != nil {
 		return err
 	}
@@ -312,7 +325,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		err = w.regions[t].Get(a.Disp*unit, a.Origin, a.Notice, nil)
 	}
 	if err != nil {
-		err = w.transportErr(a.Kind.String(), t, a.Disp*unit, err)
+		err = w.transportErr(a.name(), t, a.Disp*unit, err)
 	}
 	return true, err
 }
