@@ -23,15 +23,18 @@ const (
 
 var kindNames = [...]string{"invalid", "Put", "Get", "Accumulate", "GetAccumulate", "FetchAndOp", "CompareAndSwap"}
 
-// notifyNames are the names of the notified calls (an Access carrying a
-// notice), by kind: "invalid" where there is none.
-var notifyNames = [...]string{"invalid", "PutNotify", "GetNotify", "AccumulateNotify", "invalid", "invalid", "invalid"}
-
 // name returns the name of the call that made a: its kind's, or the
 // notified call's if a carries a notice.
 func (a *Access) name() string {
-	if a.Notice.Kind() != transport.NoticeNone && int(a.Kind) < len(notifyNames) && notifyNames[a.Kind] != "invalid" {
-		return notifyNames[a.Kind]
+	if a.Notice.Kind() != transport.NoticeNone {
+		switch a.Kind {
+		case KindPut:
+			return "PutNotify"
+		case KindGet:
+			return "GetNotify"
+		case KindAccumulate:
+			return "AccumulateNotify"
+		}
 	}
 	return a.Kind.String()
 }

@@ -206,21 +206,7 @@ func TestPublishWakesProgress(t *testing.T) {
 				for eps[1].own.hdr.sleepers.Load() == 0 {
 					runtime.Gosched()
 				}
-				data := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
-				if err := r.Put(8*(i%8), data, transport.TagNotice(transport.NoticeTag, int32(i)), nil); err != nil {
-					t.Fatal(err)
-				}
-				select {
-				case n := <-got:
-					if n.Tag() != int32(i) {
-						t.Fatalf("notice %d arrived as tag %d", i, n.Tag())
-					}
-					if buf[8*(i%8)] != byte(i) {
-						t.Fatalf("notice %d arrived before its data", i)
-					}
-				case <-time.After(bound):
-					t.Fatalf("notice %d, published while the progress goroutine slept, not handled within %v", i, bound)
-				}
+				putAndAwait(t, r, got, buf, i, bound, "published while the progress goroutine slept")
 			}
 		})
 	}
@@ -234,7 +220,7 @@ func TestPublishWakesProgress(t *testing.T) {
 // each notice must arrive within 2 s: a hang detector.
 func TestPollTakesOverProgress(t *testing.T) {
 	eps := newGroup(t, Config{Size: 2, CheckInterval: 10 * time.Second})
-	r, got, _ := noticeTarget(t, eps)
+	r, got, buf := noticeTarget(t, eps)
 	e := eps[1]
 	hdr := e.own.hdr
 	const bound = 2 * time.Second
@@ -257,18 +243,7 @@ func TestPollTakesOverProgress(t *testing.T) {
 		}
 		// Nobody polls now: the progress goroutine, woken by the
 		// takeover, must deliver this notice.
-		data := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
-		if err := r.Put(8*(i%8), data, transport.TagNotice(transport.NoticeTag, int32(i)), nil); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case n := <-got:
-			if n.Tag() != int32(i) {
-				t.Fatalf("notice %d arrived as tag %d", i, n.Tag())
-			}
-		case <-time.After(bound):
-			t.Fatalf("notice %d, published after a Poll took the progress goroutine's registration over, not handled within %v", i, bound)
-		}
+		putAndAwait(t, r, got, buf, i, bound, "published after a Poll took the progress goroutine's registration over")
 	}
 }
 
@@ -288,4 +263,26 @@ func noticeTarget(t *testing.T, eps []*Endpoint) (r transport.Region, got chan t
 		t.Fatal(err)
 	}
 	return r, got, buf
+}
+
+// putAndAwait puts 8 bytes stamped i at 8*(i%8) of buf through r with
+// notice tag i, and fails unless the notice arrives on got within bound,
+// after its data; when says how the notice was published.
+func putAndAwait(t *testing.T, r transport.Region, got chan transport.Notice, buf []byte, i int, bound time.Duration, when string) {
+	t.Helper()
+	data := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
+	if err := r.Put(8*(i%8), data, transport.TagNotice(transport.NoticeTag, int32(i)), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n.Tag() != int32(i) {
+			t.Fatalf("notice %d arrived as tag %d", i, n.Tag())
+		}
+		if buf[8*(i%8)] != byte(i) {
+			t.Fatalf("notice %d arrived before its data", i)
+		}
+	case <-time.After(bound):
+		t.Fatalf("notice %d, %s, not handled within %v", i, when, bound)
+	}
 }
