@@ -46,8 +46,8 @@ type core struct {
 	sig signal // broadcast on every state change that a waiter may need
 
 	mu         sync.Mutex                         // guards the two-sided queues and nextCtx
-	posted     []*recvReq                         // receives posted, in posting order
-	unexpected []*message                         // messages not yet matched, in arrival order
+	posted     fifo[*recvReq]                     // receives posted, in posting order
+	unexpected fifo[*message]                     // messages not yet matched, in arrival order
 	spareData  [][]byte                           // buffers of matched unexpected messages, to reuse (c.mu)
 	spareMsgs  []*message                         // matched unexpected messages, with their small buffers, to reuse (c.mu)
 	spareRecv  atomic.Pointer[recvReq]            // a blocking receive's request, to reuse

@@ -175,19 +175,19 @@ func (h *matchHarness) check() {
 	}
 	h.c.mu.Lock()
 	defer h.c.mu.Unlock()
-	if len(h.c.posted) != len(h.ref.posted) {
-		h.fail("%d receives posted, reference %d", len(h.c.posted), len(h.ref.posted))
+	if h.c.posted.Len() != len(h.ref.posted) {
+		h.fail("%d receives posted, reference %d", h.c.posted.Len(), len(h.ref.posted))
 	}
 	for i, rid := range h.ref.posted {
-		if h.c.posted[i] != h.reqs[rid] {
+		if h.c.posted.At(i) != h.reqs[rid] {
 			h.fail("posted queue entry %d is not recv%d", i, rid)
 		}
 	}
-	if len(h.c.unexpected) != len(h.ref.unexpected) {
-		h.fail("%d unexpected messages, reference %d", len(h.c.unexpected), len(h.ref.unexpected))
+	if h.c.unexpected.Len() != len(h.ref.unexpected) {
+		h.fail("%d unexpected messages, reference %d", h.c.unexpected.Len(), len(h.ref.unexpected))
 	}
 	for i, mid := range h.ref.unexpected {
-		m, g := h.c.unexpected[i], h.ref.msgs[mid]
+		m, g := h.c.unexpected.At(i), h.ref.msgs[mid]
 		if m.src != g.src || m.tag != g.tag || m.ctx != g.ctx || string(m.data) != string(g.data) {
 			h.fail("unexpected queue entry %d is %+v, reference message %d", i, m, mid)
 		}
@@ -338,7 +338,7 @@ func TestMatchOrder(t *testing.T) {
 	t.Run("short header dropped", func(t *testing.T) {
 		h := newMatchHarness(t, 2)
 		h.c.handleMsg(1, []byte{0, 0, 0}, []byte{1})
-		if len(h.c.unexpected) != 0 {
+		if h.c.unexpected.Len() != 0 {
 			t.Fatal("a message with a short header was queued")
 		}
 	})
@@ -359,8 +359,8 @@ func TestCancel(t *testing.T) {
 	h.cancel(0) // cancelled again: still reports cancelled
 	h.arrive(1, ctxUser, 3, 4)
 	h.check()
-	if len(h.c.unexpected) != 1 {
-		t.Fatalf("message after the cancel: %d unexpected, want 1", len(h.c.unexpected))
+	if h.c.unexpected.Len() != 1 {
+		t.Fatalf("message after the cancel: %d unexpected, want 1", h.c.unexpected.Len())
 	}
 
 	// Through the request API: Free cancels an unmatched Irecv, so a later

@@ -90,16 +90,16 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 		return
 	}
 	c.mu.Lock()
-	for i, r := range c.posted {
+	for i, r := range c.posted.All() {
 		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
 			r.deliver(src, tag, payload)
-			c.posted = remove(c.posted, i)
+			c.posted.Remove(i)
 			c.mu.Unlock()
 			c.wake()
 			return
 		}
 	}
-	c.unexpected = append(c.unexpected, c.newMessage(src, ctx, tag, payload))
+	c.unexpected.Push(c.newMessage(src, ctx, tag, payload))
 	c.mu.Unlock()
 	c.wake()
 }
@@ -223,15 +223,15 @@ func (c *Comm) keepData(b []byte) {
 func (c *Comm) post(r *recvReq) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, m := range c.unexpected {
+	for i, m := range c.unexpected.All() {
 		if matches(r.src, r.tag, r.ctx, m.src, m.tag, m.ctx) {
 			r.deliver(m.src, m.tag, m.data)
-			c.unexpected = remove(c.unexpected, i)
+			c.unexpected.Remove(i)
 			c.freeMessage(m)
 			return
 		}
 	}
-	c.posted = append(c.posted, r)
+	c.posted.Push(r)
 }
 
 // cancel removes r from the posted queue if it has not matched; it
@@ -244,9 +244,9 @@ func (c *Comm) cancel(r *recvReq) bool {
 			return false
 		}
 		if !r.placed {
-			for i, p := range c.posted {
+			for i, p := range c.posted.All() {
 				if p == r {
-					c.posted = remove(c.posted, i)
+					c.posted.Remove(i)
 					break
 				}
 			}
@@ -277,7 +277,7 @@ func (p *msgPlacer) Place(src int, hdr []byte, n int) []byte {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, r := range c.posted {
+	for _, r := range c.posted.All() {
 		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
 			if n == 0 || len(r.buf) < n || r.placed {
 				return nil
@@ -297,7 +297,7 @@ func (p *msgPlacer) Unplace(src int, hdr []byte) {
 		return
 	}
 	c.mu.Lock()
-	for _, r := range c.posted {
+	for _, r := range c.posted.All() {
 		if r.placed && matches(r.src, r.tag, r.ctx, src, tag, ctx) {
 			r.placed = false
 			break
@@ -385,7 +385,7 @@ func (c *Comm) iprobe(name string, src, tag int) (Status, bool, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, m := range c.unexpected {
+	for _, m := range c.unexpected.All() {
 		if matches(src, tag, c.user, m.src, m.tag, m.ctx) {
 			return Status{Source: m.src, Tag: m.tag, Count: len(m.data)}, true, nil
 		}
