@@ -51,28 +51,35 @@ func (c *Comm) AckFailures() []int { return c.e.AckFailures() }
 // and AnyTag match any. A longer message fills buf and returns an error
 // wrapping ErrTruncate; Status.Count is then the message's full length.
 func (c *Comm) Recv(ctx context.Context, buf []byte, src, tag int) (Status, error) {
-	return c.e.Recv(ctx, buf, src, tag)
+	st, err := c.e.Recv(ctx, buf, src, tag)
+	return Status(st), err
 }
 
 // Probe waits for a message matching src and tag and returns its status
 // without receiving it.
 func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
-	return c.e.Probe(ctx, src, tag)
+	st, err := c.e.Probe(ctx, src, tag)
+	return Status(st), err
 }
 
 // Iprobe reports, without blocking, whether a message matching src and tag
 // is waiting, and its status.
-func (c *Comm) Iprobe(src, tag int) (Status, bool, error) { return c.e.Iprobe(src, tag) }
+func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	st, found, err := c.e.Iprobe(src, tag)
+	return Status(st), found, err
+}
 
 // Isend starts a send and returns its request (complete at once: the data
 // is copied, as by Send).
 func (c *Comm) Isend(ctx context.Context, buf []byte, dest, tag int) (*Request, error) {
-	return c.e.Isend(ctx, buf, dest, tag)
+	return requestOf(c.e.Isend(ctx, buf, dest, tag))
 }
 
 // Irecv posts a receive into buf and returns its request; buf must not be
 // touched until the request completes. Free cancels it.
-func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) { return c.e.Irecv(buf, src, tag) }
+func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
+	return requestOf(c.e.Irecv(buf, src, tag))
+}
 
 // Dup returns a new communicator over the same ranks with its own message
 // contexts, collectively (every rank calls Dup on the same communicators in

@@ -53,8 +53,12 @@
 // (PutNotify, GetNotify, AccumulateNotify, ... and their request-based
 // forms) carries a Notice that reaches the target after the data, in the
 // same transfer. Notified operations are valid wherever plain ones are and
-// are completed at the origin by the usual Flush, Unlock or Fence. There
-// are three kinds of notice.
+// are completed at the origin by the usual Flush, Unlock or Fence. Under
+// the Deferred strategy they also start only then: nothing moves, notice
+// included, until a Flush or the epoch's end, so a rank that waits for a
+// notice before its origin reaches one of those calls waits in vain. A
+// notified put of no data (a nil source) is a pure notice. There are
+// three kinds of notice.
 //
 // Tag (Belli and Hoefler's matched notifications): the target matches
 // (source, tag) with persistent requests, AnySource and AnyTag allowed:

@@ -65,5 +65,32 @@ var (
 )
 
 // OpError is the error type of failed calls: the call, the rank, the bad
-// value and the sentinel (Err) that errors.Is matches.
-type OpError = engine.OpError
+// value and the sentinel (Err) that errors.Is matches. Errors of narma's
+// calls are, or wrap, an *OpError: get at it with errors.As or
+// errors.AsType.
+type OpError struct {
+	Op     string // the call, e.g. "PutNotify"
+	Rank   int    // the calling rank, or -1 where none applies (a call on a nil window or request)
+	Detail string // the bad value, e.g. "rank 7 not in [0,4)"; may be empty
+	Err    error  // a sentinel above or a context error, or a cause that wraps one
+}
+
+// Error formats the error as "Op (rank R): detail: cause", or
+// "Op (rank R): cause" without a detail.
+func (e *OpError) Error() string { return (*engine.OpError)(e).Error() }
+
+// Unwrap returns Err.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// The engine builds its errors as engine.OpError, which has OpError's
+// fields (the conversions here do not compile otherwise); errors.As finds
+// it as an *OpError through this conversion, which copies nothing.
+func init() {
+	engine.PublicAs = func(e *engine.OpError, target any) bool {
+		p, ok := target.(**OpError)
+		if ok {
+			*p = (*OpError)(e)
+		}
+		return ok
+	}
+}

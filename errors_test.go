@@ -751,6 +751,63 @@ func TestErrorMessagesNameAPICallAndRank(t *testing.T) {
 	})
 }
 
+// TestOpErrorFoundByAsAndAsType: errors.As and errors.AsType find the
+// *OpError of a failed call, whether the engine made it or the public
+// package did, bare or wrapped by the program, with the fields its
+// message shows; a nil Request fails with ErrFreed and rank -1 instead of
+// crashing.
+func TestOpErrorFoundByAsAndAsType(t *testing.T) {
+	run(t, 2, func(c *narma.Comm) error {
+		ctx := c.Context()
+		k := newChecks(c)
+		w, err := narma.Allocate[int64](ctx, c, 4)
+		if err != nil {
+			return err
+		}
+		_, allocErr := narma.Allocate[int64](ctx, c, -1)
+		var nilReq *narma.Request
+		_, waitErr := nilReq.Wait(ctx)
+		cases := []struct {
+			name     string
+			err      error
+			op       string
+			rank     int
+			detail   string
+			sentinel error
+		}{
+			{"engine's", w.Put([]int64{1}, 5, 0), "Put", c.Rank(), "rank 5 not in [0,2)", narma.ErrRank},
+			{"engine's, wrapped", fmt.Errorf("halo: %w", w.Put([]int64{1}, 5, 0)), "Put", c.Rank(), "rank 5 not in [0,2)", narma.ErrRank},
+			{"public package's", allocErr, "Allocate", c.Rank(), "-1 elements", narma.ErrInvalid},
+			{"nil request", waitErr, "Wait", -1, "nil request", narma.ErrFreed},
+			{"WaitAll", narma.WaitAll(ctx, nil, make([]narma.Status, 1)), "WaitAll", -1, "1 statuses for 0 requests", narma.ErrInvalid},
+		}
+		for _, x := range cases {
+			var oe *narma.OpError
+			if !errors.As(x.err, &oe) {
+				k.errorf("%s: errors.As finds no *OpError in %q", x.name, x.err)
+				continue
+			}
+			oe2, ok := errors.AsType[*narma.OpError](x.err)
+			if !ok || oe2 != oe {
+				k.errorf("%s: errors.AsType found %v, %v; errors.As %v", x.name, oe2, ok, oe)
+			}
+			if oe.Op != x.op || oe.Rank != x.rank || oe.Detail != x.detail || !errors.Is(oe.Err, x.sentinel) {
+				k.errorf("%s: OpError{%q, %d, %q, %v}, want {%q, %d, %q, %v}", x.name, oe.Op, oe.Rank, oe.Detail, oe.Err, x.op, x.rank, x.detail, x.sentinel)
+			}
+			if want := fmt.Sprintf("%s (rank %d): %s: %v", x.op, x.rank, x.detail, x.sentinel); oe.Error() != want || !strings.HasSuffix(x.err.Error(), want) {
+				k.errorf("%s: message %q (of the OpError %q), want %q", x.name, x.err, oe.Error(), want)
+			}
+			if !errors.Is(x.err, x.sentinel) {
+				k.errorf("%s: %q does not wrap %v", x.name, x.err, x.sentinel)
+			}
+		}
+		if err := w.Free(ctx); err != nil {
+			return err
+		}
+		return k.err()
+	})
+}
+
 // TestFailedUnlockLeaksNothing: a deferred Unlock that gives up on a
 // contended lock (its context expires) must not leave its queued put behind
 // to be performed by an unrelated later epoch: either the put happens in a

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -104,6 +105,10 @@ func badNotices() []badNotice {
 		{"Signal(MaxInt)", narma.Signal(math.MaxInt, 1, narma.SignalAdd), narma.ErrBounds},
 		{"Counter(MaxInt)", narma.Counter(math.MaxInt), narma.ErrInvalidNotification},
 		{"Signal op 9", narma.Signal(0, 1, narma.SignalOp(9)), narma.ErrInvalidNotification},
+		{"Signal op 0x81", narma.Signal(0, 1, narma.SignalOp(0x81)), narma.ErrInvalidNotification},
+		{"Tag(MinInt)", narma.Tag(math.MinInt), narma.ErrTag},
+		{"Counter(MinInt)", narma.Counter(math.MinInt), narma.ErrInvalidNotification},
+		{"Signal(MinInt)", narma.Signal(math.MinInt, 1, narma.SignalSet), narma.ErrBounds},
 	}
 	for _, c := range callsOf {
 		for _, nt := range notices {
@@ -274,6 +279,79 @@ func TestNotifyBadNotices(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestNotifyBadNoticeNamesValue: the error of a notified call with a bad
+// Tag, Counter or Signal names the value the program passed, not what the
+// notice made of it (a negative tag, counter -1, a displacement wrapped to
+// 2^64-1 or cut to 2^48-1), whatever the call and the strategy.
+func TestNotifyBadNoticeNamesValue(t *testing.T) {
+	type bad struct {
+		name     string
+		n        narma.Notice
+		sentinel error
+		value    string // what the message must contain
+	}
+	bads := []bad{
+		{"Tag(-5)", narma.Tag(-5), narma.ErrTag, "notice tag -5 not in [0,2147483647]"},
+		{"Tag(MaxTag+1)", narma.Tag(tagAboveMax()), narma.ErrTag, fmt.Sprintf("notice tag %d not in", tagAboveMax())},
+		{"Tag(MinInt)", narma.Tag(math.MinInt), narma.ErrTag, fmt.Sprintf("notice tag %d not in", math.MinInt)},
+		{"Counter(-2)", narma.Counter(-2), narma.ErrInvalidNotification, "counter -2, rank 1 has 2"},
+		{"Counter(2)", narma.Counter(2), narma.ErrInvalidNotification, "counter 2, rank 1 has 2"},
+		{"Counter(MaxInt)", narma.Counter(math.MaxInt), narma.ErrInvalidNotification, fmt.Sprintf("counter %d, rank 1 has 2", math.MaxInt)},
+		{"Signal(-8)", narma.Signal(-8, 1, narma.SignalAdd), narma.ErrBounds, "signal displacement -8 outside window of 64 bytes at rank 1"},
+		{"Signal(8)", narma.Signal(8, 1, narma.SignalAdd), narma.ErrBounds, "signal displacement 8 (byte 64) outside window of 64 bytes at rank 1"},
+		{"Signal(MaxInt)", narma.Signal(math.MaxInt, 1, narma.SignalSet), narma.ErrBounds, fmt.Sprintf("signal displacement %d outside", math.MaxInt)},
+		{"Signal op 9", narma.Signal(0, 1, narma.SignalOp(9)), narma.ErrInvalidNotification, "signal operation 9"},
+		{"Signal op 0x81", narma.Signal(0, 1, narma.SignalOp(0x81)), narma.ErrInvalidNotification, "signal operation 129"},
+	}
+	if strconv.IntSize == 64 {
+		big := int(int64(1) << 40) // a compile error as a constant where int has 32 bits
+		bads = append(bads,
+			bad{"Tag(1<<40)", narma.Tag(big), narma.ErrTag, "notice tag 1099511627776 not in"},
+			bad{"Counter(1<<40)", narma.Counter(big), narma.ErrInvalidNotification, "counter 1099511627776, rank 1 has 2"},
+			bad{"Signal(1<<50)", narma.Signal(big<<10, 1, narma.SignalSet), narma.ErrBounds, "signal displacement 1125899906842624 outside"},
+		)
+	}
+	for _, st := range strategies {
+		t.Run(st.String(), func(t *testing.T) {
+			run(t, 2, func(c *narma.Comm) error {
+				ctx := c.Context()
+				k := newChecks(c)
+				w, err := narma.Allocate[int64](ctx, c, 8, narma.WithStrategy(st))
+				if err != nil {
+					return err
+				}
+				if err := w.SetCounters(ctx, 2); err != nil {
+					return err
+				}
+				if c.Rank() == 0 {
+					if err := w.LockAll(ctx, 0); err != nil {
+						return err
+					}
+					out := make([]int64, 2)
+					var res int64
+					for _, b := range bads {
+						k.isIn("PutNotify "+b.name, w.PutNotify(out[:1], 1, 0, b.n), b.sentinel, "PutNotify", b.value)
+						k.isIn("GetStridedNotify "+b.name, w.GetStridedNotify(out, narma.Contiguous, 1, 0, narma.Vector(2, 1, 2), b.n), b.sentinel, "GetNotify", b.value)
+						k.isIn("CompareAndSwapNotify "+b.name, w.CompareAndSwapNotify(0, 1, &res, 1, 0, b.n), b.sentinel, "", b.value)
+						_, err := w.RputNotify(nil, 1, 0, b.n)
+						k.isIn("RputNotify "+b.name, err, b.sentinel, "Rput", b.value)
+					}
+					if err := w.UnlockAll(ctx); err != nil {
+						return err
+					}
+				}
+				if err := c.Barrier(ctx); err != nil {
+					return err
+				}
+				if err := w.Free(ctx); err != nil {
+					return err
+				}
+				return k.err()
+			})
+		})
 	}
 }
 

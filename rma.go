@@ -89,10 +89,10 @@ func (w *Win[T]) CompareAndSwap(compare, swap T, result *T, target, disp int) er
 
 func (w *Win[T]) doReq(a *engine.Access) (*Request, error) {
 	if w == nil {
-		return w.eng().DoRequest(a)
+		return requestOf(w.eng().DoRequest(a))
 	}
 	a.Type = w.t
-	return w.e.DoRequest(a)
+	return requestOf(w.e.DoRequest(a))
 }
 
 // Rput is Put returning a request that completes when the data is in

@@ -119,18 +119,20 @@ var Contiguous = Layout{}
 
 func (l Layout) engine() engine.Layout { return engine.Layout(l) }
 
-// Status describes a received or probed message, or a completed request.
-type Status = engine.Status
-
-// Request is a nonblocking operation in flight: Isend, Irecv, and the
-// request-based RMA calls. Test polls it, Wait blocks until it completes,
-// Free releases it. A Request is used by one goroutine at a time.
-type Request = engine.Request
-
-// Wildcards for Recv, Irecv, Probe and Iprobe.
+// Wildcards. AnySource matches any sending rank and AnyTag any tag, in
+// Recv, Irecv, Probe and Iprobe (messages) and in NotifyInit (tag
+// notices). A Status has them where no rank or tag applies (see Status).
 const (
-	AnySource = engine.AnySource
-	AnyTag    = engine.AnyTag
+	AnySource = -1
+	AnyTag    = -1
+)
+
+// AnySource and AnyTag are spelled out so that the documentation shows
+// them; they must be the engine's, which compiling checks: an index other
+// than 0 is out of range.
+var (
+	_ = [1]struct{}{}[AnySource-engine.AnySource]
+	_ = [1]struct{}{}[AnyTag-engine.AnyTag]
 )
 
 // Bytes returns the bytes of s without copying: a zero-copy view for

@@ -51,6 +51,15 @@ func (e *OpError) Error() string {
 // Unwrap returns the underlying error.
 func (e *OpError) Unwrap() error { return e.Err }
 
+// As lets errors.As and errors.AsType find e as the public package's
+// OpError, a type of its own with the same fields (which this package
+// cannot name): PublicAs converts e if target points to one.
+func (e *OpError) As(target any) bool { return PublicAs != nil && PublicAs(e, target) }
+
+// PublicAs is set once, by the public package's initialization, to store
+// e in target and report true if target is a pointer to its *OpError.
+var PublicAs func(e *OpError, target any) bool
+
 // causeError is a sentinel together with the error that caused it, so
 // that errors.Is matches both (e.g. ErrPeer and the transport's error).
 type causeError struct{ sentinel, cause error }

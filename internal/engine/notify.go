@@ -126,14 +126,20 @@ func (w *Win) checkNotice(name string, n *transport.Notice, target int) error {
 			return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", n.Tag(), target, w.ncounters[target])
 		}
 	case transport.NoticeSignal:
+		if n.Op() >= badTag {
+			return w.checkBadNotice(name, n, target)
+		}
 		if n.Op() != transport.SignalSet && n.Op() != transport.SignalAdd {
 			return opErr(name, w.c.rank, ErrInvalidNotification, "signal operation %d", n.Op())
 		}
+		// The offset is the program's displacement times the target's
+		// unit (see prepare): name both.
+		disp := n.Offset() / uint64(w.units[target])
 		if n.Offset()+8 > uint64(w.sizes[target]) || n.Offset() > uint64(w.sizes[target]) {
-			return opErr(name, w.c.rank, ErrBounds, "signal word at byte %d outside window of %d bytes at rank %d", n.Offset(), w.sizes[target], target)
+			return opErr(name, w.c.rank, ErrBounds, "signal displacement %d (byte %d) outside window of %d bytes at rank %d", disp, n.Offset(), w.sizes[target], target)
 		}
 		if n.Offset()%8 != 0 {
-			return opErr(name, w.c.rank, ErrAlign, "signal word at byte %d is not 8-byte aligned", n.Offset())
+			return opErr(name, w.c.rank, ErrAlign, "signal displacement %d (byte %d) is not 8-byte aligned", disp, n.Offset())
 		}
 	default:
 		return opErr(name, w.c.rank, ErrInvalidNotification, "notice kind %d", n.Kind())
@@ -483,6 +489,61 @@ const (
 
 // SignalOp is the update of a signal notice.
 type SignalOp = transport.SignalOp
+
+// A notice the public package cannot build because a value the program
+// passed is out of range (a tag or counter index beyond an int32 or
+// negative, a signal displacement negative or beyond a notice's offset, a
+// signal operation that does not exist) is a signal notice at offset 0
+// whose operation is one of these codes and whose operand is the value:
+// checkNotice refuses it before anything is written, naming the value
+// the program passed. It never leaves the origin.
+const (
+	badTag transport.SignalOp = 0x80 + iota
+	badCounter
+	badSignalDisp
+	badSignalOp
+)
+
+// MaxSignalDisp is the largest signal displacement a notice carries.
+const MaxSignalDisp = transport.MaxNoticeOffset
+
+// BadTagNotice returns the notice of a tag out of [0, MaxTag], which every
+// notified call refuses with ErrTag.
+func BadTagNotice(tag int) Notice { return badNotice(badTag, int64(tag)) }
+
+// BadCounterNotice returns the notice of a counter index out of
+// [0, MaxTag], which every notified call refuses with
+// ErrInvalidNotification.
+func BadCounterNotice(i int) Notice { return badNotice(badCounter, int64(i)) }
+
+// BadSignalNotice returns the notice of a signal displacement that is
+// negative or past transport.MaxNoticeOffset, which every notified call
+// refuses with ErrBounds.
+func BadSignalNotice(disp int) Notice { return badNotice(badSignalDisp, int64(disp)) }
+
+// BadSignalOpNotice returns the notice of a signal operation other than
+// SignalSet and SignalAdd, which every notified call refuses with
+// ErrInvalidNotification.
+func BadSignalOpNotice(op SignalOp) Notice { return badNotice(badSignalOp, int64(op)) }
+
+func badNotice(code transport.SignalOp, v int64) Notice {
+	return transport.SignalNotice(code, 0, uint64(v))
+}
+
+// checkBadNotice returns the error of a notice made by a Bad*Notice
+// function for the call name to target.
+func (w *Win) checkBadNotice(name string, n *transport.Notice, target int) error {
+	v := int64(n.Value())
+	switch n.Op() {
+	case badTag:
+		return opErr(name, w.c.rank, ErrTag, "notice tag %d not in [0,%d]", v, MaxTag)
+	case badCounter:
+		return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", v, target, w.ncounters[target])
+	case badSignalDisp:
+		return opErr(name, w.c.rank, ErrBounds, "signal displacement %d outside window of %d bytes at rank %d", v, w.sizes[target], target)
+	}
+	return opErr(name, w.c.rank, ErrInvalidNotification, "signal operation %d", v)
+}
 
 // TagNotice returns a notice of kind NoticeTag or NoticeCounter with tag
 // (or counter index) tag, for the public package.

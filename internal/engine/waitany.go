@@ -20,10 +20,18 @@ func (r *Request) pending() bool {
 	return !r.reported
 }
 
+// Each function of the family has a generic form (TestAnyOf, ...) that
+// takes the requests as a slice of another type, with eng to get at each
+// one's engine Request: the public package's Request, a type of its own,
+// goes through them without a copy of the slice.
+
+// self is the eng of a slice of engine Requests.
+func self(r *Request) *Request { return r }
+
 // commOf returns the Comm of the first request that takes part.
-func commOf(reqs []*Request) *Comm {
-	for _, r := range reqs {
-		if r.pending() {
+func commOf[R any](reqs []R, eng func(R) *Request) *Comm {
+	for _, x := range reqs {
+		if r := eng(x); r.pending() {
 			return r.c
 		}
 	}
@@ -33,15 +41,19 @@ func commOf(reqs []*Request) *Comm {
 // TestAny tests the requests in order and reports the first that is
 // complete: its index and status. It returns index -1 if none is complete
 // (or none takes part).
-func TestAny(reqs []*Request) (int, Status, error) {
-	if c := commOf(reqs); c != nil {
+func TestAny(reqs []*Request) (int, Status, error) { return TestAnyOf(reqs, self) }
+
+// TestAnyOf is TestAny over requests of another type.
+func TestAnyOf[R any](reqs []R, eng func(R) *Request) (int, Status, error) {
+	if c := commOf(reqs, eng); c != nil {
 		c.progress()
 	}
-	return testAny("TestAny", reqs)
+	return testAny("TestAny", reqs, eng)
 }
 
-func testAny(name string, reqs []*Request) (int, Status, error) {
-	for i, r := range reqs {
+func testAny[R any](name string, reqs []R, eng func(R) *Request) (int, Status, error) {
+	for i, x := range reqs {
+		r := eng(x)
 		if !r.pending() {
 			continue
 		}
@@ -57,7 +69,12 @@ func testAny(name string, reqs []*Request) (int, Status, error) {
 // WaitAny waits until one of the requests completes and returns its index
 // and status. It returns index -1 at once if no request takes part.
 func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
-	c := commOf(reqs)
+	return WaitAnyOf(ctx, reqs, self)
+}
+
+// WaitAnyOf is WaitAny over requests of another type.
+func WaitAnyOf[R any](ctx context.Context, reqs []R, eng func(R) *Request) (int, Status, error) {
+	c := commOf(reqs, eng)
 	if c == nil {
 		return -1, Status{}, nil
 	}
@@ -65,11 +82,11 @@ func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
 	var st Status
 	var err error
 	cond := func() bool {
-		idx, st, err = testAny("WaitAny", reqs)
+		idx, st, err = testAny("WaitAny", reqs, eng)
 		return idx >= 0
 	}
 	var werr error
-	if needsPolling(reqs) {
+	if needsPolling(reqs, eng) {
 		// A request-based operation queued under a deferred lock
 		// completes when a try at the lock succeeds, and the lock's
 		// release wakes nobody here: poll with backoff.
@@ -90,11 +107,18 @@ func WaitAny(ctx context.Context, reqs []*Request) (int, Status, error) {
 // have len(reqs) entries and receives each status. It returns the first
 // error of a request, after all have completed or ctx is done.
 func WaitAll(ctx context.Context, reqs []*Request, statuses []Status) error {
+	return WaitAllOf(ctx, reqs, self, statuses, func(st Status) Status { return st })
+}
+
+// WaitAllOf is WaitAll over requests and statuses of other types; conv
+// converts a status.
+func WaitAllOf[R, S any](ctx context.Context, reqs []R, eng func(R) *Request, statuses []S, conv func(Status) S) error {
 	if statuses != nil && len(statuses) != len(reqs) {
 		return opErr("WaitAll", -1, ErrInvalidArgs, "%d statuses for %d requests", len(statuses), len(reqs))
 	}
 	var first error
-	for i, r := range reqs {
+	for i, x := range reqs {
+		r := eng(x)
 		if !r.pending() {
 			continue
 		}
@@ -103,7 +127,7 @@ func WaitAll(ctx context.Context, reqs []*Request, statuses []Status) error {
 			r.reported = true
 		}
 		if statuses != nil {
-			statuses[i] = st
+			statuses[i] = conv(st)
 		}
 		if err != nil && first == nil {
 			first = err
@@ -118,12 +142,16 @@ func WaitAll(ctx context.Context, reqs []*Request, statuses []Status) error {
 // TestSome tests every request and appends the indices of those that are
 // complete to done (which may be nil; pass a reused slice to avoid
 // allocating). It returns the first error met.
-func TestSome(reqs []*Request, done []int) ([]int, error) {
-	if c := commOf(reqs); c != nil {
+func TestSome(reqs []*Request, done []int) ([]int, error) { return TestSomeOf(reqs, self, done) }
+
+// TestSomeOf is TestSome over requests of another type.
+func TestSomeOf[R any](reqs []R, eng func(R) *Request, done []int) ([]int, error) {
+	if c := commOf(reqs, eng); c != nil {
 		c.progress()
 	}
 	var first error
-	for i, r := range reqs {
+	for i, x := range reqs {
+		r := eng(x)
 		if !r.pending() {
 			continue
 		}
@@ -142,9 +170,9 @@ func TestSome(reqs []*Request, done []int) ([]int, error) {
 // needsPolling reports whether some request completes only through this
 // rank's own attempts (a request-based operation queued under a deferred
 // lock not yet taken), which no wake-up announces.
-func needsPolling(reqs []*Request) bool {
-	for _, r := range reqs {
-		if r.pending() && r.kind == reqRMA && r.win != nil && !r.comp.Complete() {
+func needsPolling[R any](reqs []R, eng func(R) *Request) bool {
+	for _, x := range reqs {
+		if r := eng(x); r.pending() && r.kind == reqRMA && r.win != nil && !r.comp.Complete() {
 			return true
 		}
 	}
