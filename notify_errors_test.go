@@ -215,7 +215,7 @@ func TestNotifyBadNotices(t *testing.T) {
 						k.is("PutNotify outside an epoch", w.PutNotify([]int64{-1}, 0, 0, narma.Tag(1)), narma.ErrNotInEpoch, "PutNotify")
 						k.is("GetNotify outside an epoch", w.GetNotify(out[:1], 0, 0, narma.Counter(0)), narma.ErrNotInEpoch, "GetNotify")
 						k.is("AccumulateNotify outside an epoch", w.AccumulateNotify([]int64{1}, 0, 0, narma.Sum, narma.Signal(15, 1, narma.SignalAdd)), narma.ErrNotInEpoch, "AccumulateNotify")
-						k.is("FetchAndOpNotify outside an epoch", w.FetchAndOpNotify(1, &res, 0, 0, narma.Sum, narma.Tag(1)), narma.ErrNotInEpoch, "FetchAndOp")
+						k.is("FetchAndOpNotify outside an epoch", w.FetchAndOpNotify(1, &res, 0, 0, narma.Sum, narma.Tag(1)), narma.ErrNotInEpoch, "FetchAndOpNotify")
 					}
 					if err := open(); err != nil {
 						return err
@@ -337,7 +337,7 @@ func TestNotifyBadNoticeNamesValue(t *testing.T) {
 						k.isIn("GetStridedNotify "+b.name, w.GetStridedNotify(out, narma.Contiguous, 1, 0, narma.Vector(2, 1, 2), b.n), b.sentinel, "GetNotify", b.value)
 						k.isIn("CompareAndSwapNotify "+b.name, w.CompareAndSwapNotify(0, 1, &res, 1, 0, b.n), b.sentinel, "", b.value)
 						_, err := w.RputNotify(nil, 1, 0, b.n)
-						k.isIn("RputNotify "+b.name, err, b.sentinel, "Rput", b.value)
+						k.isIn("RputNotify "+b.name, err, b.sentinel, "RputNotify", b.value)
 					}
 					if err := w.UnlockAll(ctx); err != nil {
 						return err

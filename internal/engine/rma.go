@@ -26,21 +26,31 @@ var kindNames = [...]string{"invalid", "Put", "Get", "Accumulate", "GetAccumulat
 // name returns the name of the call that made a: its kind's, or the
 // notified call's if a carries a notice.
 func (a *Access) name() string {
-	if a.Notice.Kind() != transport.NoticeNone {
-		switch a.Kind {
-		case KindPut:
-			return "PutNotify"
-		case KindGet:
-			return "GetNotify"
-		case KindAccumulate:
-			return "AccumulateNotify"
-		}
+	if a.Notice.Kind() != transport.NoticeNone && a.Kind != 0 && int(a.Kind) < len(notifyNames) {
+		return notifyNames[a.Kind]
 	}
 	return a.Kind.String()
 }
 
-// reqNames are the names of the request-based calls, built once.
-var reqNames = [...]string{"invalid", "Rput", "Rget", "Raccumulate", "RgetAccumulate", "RfetchAndOp", "RcompareAndSwap"}
+// reqName returns the name of the request-based call that made a.
+func (a *Access) reqName() string {
+	names := &reqNames
+	if a.Notice.Kind() != transport.NoticeNone {
+		names = &reqNotifyNames
+	}
+	if int(a.Kind) < len(names) {
+		return names[a.Kind]
+	}
+	return names[0]
+}
+
+// The names of the notified calls, of the request-based calls and of the
+// notified request-based calls, by kind.
+var (
+	notifyNames    = [...]string{"invalid", "PutNotify", "GetNotify", "AccumulateNotify", "GetAccumulateNotify", "FetchAndOpNotify", "CompareAndSwapNotify"}
+	reqNames       = [...]string{"invalid", "Rput", "Rget", "Raccumulate", "RgetAccumulate", "RfetchAndOp", "RcompareAndSwap"}
+	reqNotifyNames = [...]string{"invalid", "RputNotify", "RgetNotify", "RaccumulateNotify", "RgetAccumulateNotify", "RfetchAndOpNotify", "RcompareAndSwapNotify"}
+)
 
 // String returns the name of the call, e.g. "Put".
 func (k Kind) String() string {
@@ -343,10 +353,7 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 	if w == nil || a == nil {
 		return nil, opErr("DoRequest", -1, ErrFreed, "window")
 	}
-	name := reqNames[0]
-	if int(a.Kind) < len(reqNames) {
-		name = reqNames[a.Kind]
-	}
+	name := a.reqName()
 	if err := w.check(name); err != nil {
 		return nil, err
 	}
