@@ -69,10 +69,12 @@ func (j *allJob) skip(e bench.Experiment) string {
 	return ""
 }
 
-// run runs e on every rank and returns rank 0's rows.
-func (j *allJob) run(ctx context.Context, e bench.Experiment) ([]bench.Row, error) {
+// run runs e, the n-th of the of experiments that run (for the
+// progress line), on every rank
+// and returns rank 0's rows.
+func (j *allJob) run(ctx context.Context, e bench.Experiment, n, of int) ([]bench.Row, error) {
 	cfg := j.o.cfg
-	cfg.Progress = j.progress.show
+	cfg.Progress = func(msg string) { j.progress.show(fmt.Sprintf("experiment %d of %d: %s", n, of, msg)) }
 	if j.o.sound {
 		cfg.Variants = nil
 		for _, v := range e.Variants {
@@ -112,7 +114,7 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 	if err != nil {
 		return err
 	}
-	j := &allJob{o: o, progress: newProgress(stderr)}
+	j := &allJob{o: o, progress: newProgress(stderr, o)}
 	env, launched, err := join.Describe()
 	if err != nil {
 		return err
@@ -135,6 +137,9 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 		j.comm, root = c, c.Rank() == 0
 	}
 	tables := root && o.csv != "-" && o.json != "-"
+	if tables {
+		fmt.Fprintf(stdout, "%s\n\n", meta.Describe())
+	}
 	if o.mpi && root {
 		if _, err := bench.FindMPI(); err != nil {
 			fmt.Fprintln(stderr, mpiSkipped) // once, not per experiment
@@ -148,6 +153,12 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 		rows []bench.Row
 	}
 	var plots []plotted
+	of, n := 0, 0
+	for _, e := range es {
+		if j.skip(e) == "" {
+			of++
+		}
+	}
 	for _, e := range es {
 		if why := j.skip(e); why != "" {
 			if root {
@@ -155,7 +166,8 @@ func runAll(ctx context.Context, es []bench.Experiment, o options, stdout, stder
 			}
 			continue
 		}
-		rows, err := j.run(ctx, e)
+		n++
+		rows, err := j.run(ctx, e, n, of)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Name, err)
 		}

@@ -18,12 +18,18 @@
 //	--sizes LIST  message sizes, e.g. 8,64,1K,1M (K, M, G: binary units)
 //	--variants L  variants to measure, e.g. put-notify,send-recv
 //	--iters N     round trips per round (default: by size)
-//	--rounds N    measured rounds; the table shows the median and the widest
-//	              spread, the CSV and JSON every row's median, 10th and 90th
-//	              percentiles, minimum and maximum
+//	--rounds N    measured rounds (default 15, 5 with --quick); the table
+//	              shows the median and the widest spread, the CSV and JSON
+//	              every row's median, 10th and 90th percentiles, minimum
+//	              and maximum
 //	--warmup N    warm-up operations per size (default: by size; negative: none)
+//	--budget D    time budget of each variant's rounds at each size (default
+//	              10s; 0: none; with --iters, none unless given): a variant
+//	              whose warm-up says it would take longer runs fewer
+//	              operations per round, at least one; its rows say how many
+//	              and a line under the table names it
 //	--strategy S  windows' synchronization: default, immediate or deferred
-//	--quick       a short run: fewer round trips and rounds
+//	--quick       a short run: 50 round trips per round, 5 rounds
 //	--csv FILE    also write the rows as CSV ("-": to stdout, instead of the table)
 //	--json FILE   also write the rows as JSON ("-": to stdout, instead of the table)
 //	--plot FILE   also plot the rows: median time against size, one line per variant
@@ -35,11 +41,22 @@
 //	              on stderr says they are skipped
 //	--timeout D   give up after D (default 10m)
 //
+// A line above the table says whether the ranks were goroutines of this
+// process or processes (under which launcher), the transport, the
+// strategy and the commit; the table's title says the experiment's ranks.
+// On a terminal, stderr shows the progress of the run in one line that
+// is rewritten as it goes: the time since the start, the experiment, the
+// size (and how many), the round, and an estimate of the time left at
+// this size; not with --csv - or --json -, nor when stderr is not a
+// terminal.
+//
 // The CSV and JSON also describe the run (see bench.Meta): the transport
 // (under narmarun the launcher's, shm, tcp or hybrid; over goroutines the
 // in-process one NARMA_TRANSPORT selects, local if unset), the launcher
 // (narmarun, slurm, openmpi, mpich or none), the strategy, the job's ranks, the commit of the
-// build (+dirty if the tree had changes), the Go version, GOOS, GOARCH,
+// build (+dirty if the tree had changes; for a build without VCS
+// information, such as -buildvcs=false, git's commit of the module's tree
+// if narmabench runs inside it), the Go version, GOOS, GOARCH,
 // the number of CPUs, GOMAXPROCS and the date (RFC 3339). The JSON is one
 // object, {"meta": {...}, "rows": [...]} (earlier versions wrote the bare
 // array of rows; bench.ReadJSON reads both); the CSV repeats the metadata in
@@ -51,7 +68,8 @@
 // earlier ones, which keep their places.
 //
 // `narmabench all` runs every experiment one after the other, quickly by
-// default (--quick=false for the experiments' defaults), prints each
+// default (5 rounds of 50 operations; --quick=false for the experiments'
+// defaults), prints each
 // table as it ends and then a summary: per experiment and size, the ratio
 // of the best classic variant to put-notify (above 1: notified access is
 // faster). It takes the flags above but --variants, and:

@@ -272,3 +272,100 @@ func checkMeta(t *testing.T, m bench.Meta, transport, strategy string, ranks int
 		t.Errorf("date %q: %v", m.Date, err)
 	}
 }
+
+// TestRunSaysJob: the table is headed by the job's line: goroutine ranks
+// and the transport; under --csv - there is no such line.
+func TestRunSaysJob(t *testing.T) {
+	args := []string{"pingpong", "--sizes", "8", "--variants", "put-notify,send-recv", "--iters", "2", "--rounds", "1"}
+	status, out, errs := narmabench(args...)
+	if status != 0 {
+		t.Fatalf("status %d, stderr:\n%s", status, errs)
+	}
+	want := "run: ranks as goroutines of one process over the " + inProcess() + " transport, strategy default, commit "
+	if !strings.HasPrefix(out, want) || !strings.Contains(out, "\npingpong: half round trip in ns, median of 1 rounds, 2 ranks\n") {
+		t.Errorf("output does not begin with %q and the title:\n%s", want, out)
+	}
+	status, out, errs = narmabench(append(args, "--csv", "-")...)
+	if status != 0 || strings.Contains(out, "run:") {
+		t.Errorf("--csv -: status %d, stderr %q, output:\n%s", status, errs, out)
+	}
+}
+
+// TestQuickFlags: the defaults of a quick run and of the time budget,
+// and what -h says of them.
+func TestQuickFlags(t *testing.T) {
+	pp, _ := bench.Lookup("pingpong")
+	parse := func(name string, es []bench.Experiment, args ...string) options {
+		t.Helper()
+		var errb bytes.Buffer
+		o, err := parseFlags(name, es, args, &errb)
+		if err != nil {
+			t.Fatalf("%s %q: %v %s", name, args, err, errb.String())
+		}
+		return o
+	}
+	for _, c := range []struct {
+		name          string
+		args          []string
+		rounds, iters int
+		budget        time.Duration
+	}{
+		{"all", nil, quickRounds, quickIters, defaultBudget},
+		{"all", []string{"--quick=false"}, 0, 0, defaultBudget},
+		{"pingpong", nil, 0, 0, defaultBudget},
+		{"pingpong", []string{"--quick"}, quickRounds, quickIters, defaultBudget},
+		{"pingpong", []string{"--quick", "--rounds", "7"}, 7, quickIters, defaultBudget},
+		{"pingpong", []string{"--iters", "9"}, 0, 9, 0},
+		{"pingpong", []string{"--iters", "9", "--budget", "2s"}, 0, 9, 2 * time.Second},
+		{"pingpong", []string{"--budget", "0"}, 0, 0, 0},
+	} {
+		es := []bench.Experiment{pp}
+		if c.name == "all" {
+			es = bench.Experiments()
+		}
+		o := parse(c.name, es, c.args...)
+		if o.cfg.Rounds != c.rounds || o.cfg.Iters != c.iters || o.cfg.Budget != c.budget {
+			t.Errorf("%s %q: rounds %d, iters %d, budget %v; want %d, %d, %v", c.name, c.args,
+				o.cfg.Rounds, o.cfg.Iters, o.cfg.Budget, c.rounds, c.iters, c.budget)
+		}
+	}
+	if status, _, errs := narmabench("pingpong", "--budget", "-1s"); status != exitUsage || !strings.Contains(errs, "must not be negative") {
+		t.Errorf("--budget -1s: status %d, stderr %q", status, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"all", "-h"}, []string{"measured rounds (default 5, as all runs quickly; 15 with --quick=false)",
+			"operations per round (default 50, as all runs quickly; by size with --quick=false)"}},
+		{[]string{"pingpong", "-h"}, []string{"measured rounds (default 15; 5 with --quick)", "(default: by size; 50 with --quick)", "-budget"}},
+	} {
+		status, out, errs := narmabench(c.args...)
+		for _, want := range c.want {
+			if status != 0 || !strings.Contains(out+errs, want) {
+				t.Errorf("%q: status %d, help lacks %q:\n%s%s", c.args, status, want, out, errs)
+			}
+		}
+	}
+}
+
+// TestProgressQuiet: progress shows on a terminal only, and not when the
+// rows go to stdout.
+func TestProgressQuiet(t *testing.T) {
+	if p := newProgress(&bytes.Buffer{}, options{}); p.w != nil {
+		t.Error("progress on a buffer")
+	}
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0) // the master of a new pseudo-terminal: a terminal device
+	if err != nil {
+		t.Skipf("no terminal to test with: %v", err)
+	}
+	defer tty.Close()
+	if p := newProgress(tty, options{}); p.w == nil {
+		t.Error("no progress on a terminal")
+	}
+	for _, o := range []options{{csv: "-"}, {json: "-"}} {
+		if p := newProgress(tty, o); p.w != nil {
+			t.Errorf("progress with %+v", o)
+		}
+	}
+}

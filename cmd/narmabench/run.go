@@ -171,6 +171,19 @@ func list(w io.Writer) {
 	}
 }
 
+// The rounds and operations per round of a quick run (--quick), unless
+// --rounds or --iters say otherwise.
+const (
+	quickRounds = 5
+	quickIters  = 50
+)
+
+// defaultBudget is the default of --budget: at the default rounds, an
+// iteration of up to about 1 ms runs the iterations the experiment
+// chooses by size; a slower variant (alltoall's flags with more ranks
+// than cores took 5 ms per iteration, over a minute per size) is cut.
+const defaultBudget = 10 * time.Second
+
 // options are the parsed flags of an experiment.
 type options struct {
 	ranks    int
@@ -213,9 +226,19 @@ func parseFlags(name string, es []bench.Experiment, args []string, stderr io.Wri
 	if !all {
 		variants = fs.String("variants", "", "variants to measure, comma-separated (default all; see narmabench list)")
 	}
-	fs.IntVar(&o.cfg.Iters, "iters", 0, "operations per round (default: by size)")
+	// The defaults of --iters and --rounds depend on --quick, which is
+	// parsed with them: the help says both (0 stands for "not set").
+	itersHelp := fmt.Sprintf("operations per round (default: by size; %d with --quick)", quickIters)
+	roundsHelp := fmt.Sprintf("measured rounds (default %d; %d with --quick)", bench.DefaultRounds, quickRounds)
+	if all {
+		itersHelp = fmt.Sprintf("operations per round (default %d, as all runs quickly; by size with --quick=false)", quickIters)
+		roundsHelp = fmt.Sprintf("measured rounds (default %d, as all runs quickly; %d with --quick=false)", quickRounds, bench.DefaultRounds)
+	}
+	fs.IntVar(&o.cfg.Iters, "iters", 0, itersHelp)
 	fs.IntVar(&o.cfg.Warmup, "warmup", 0, "warm-up operations per size before the measured rounds (default: by size; negative: none)")
-	fs.IntVar(&o.cfg.Rounds, "rounds", 0, fmt.Sprintf("measured rounds (default %d)", bench.DefaultRounds))
+	fs.IntVar(&o.cfg.Rounds, "rounds", 0, roundsHelp)
+	fs.DurationVar(&o.cfg.Budget, "budget", defaultBudget,
+		"time budget of each variant's measured rounds at each size: a variant whose warm-up says it would take longer runs fewer operations per round, and the table names it (0: no budget; with --iters, none unless --budget is given)")
 	strategy := fs.String("strategy", "default", "synchronization strategy of the windows: default (the transport's), immediate or deferred")
 	quick := fs.Bool("quick", all, "a short run: fewer operations and rounds")
 	fs.StringVar(&o.csv, "csv", "", "write the rows as CSV to `file` (- for stdout)")
@@ -241,7 +264,12 @@ func parseFlags(name string, es []bench.Experiment, args []string, stderr io.Wri
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	fs.Visit(func(f *flag.Flag) { o.ranksSet = o.ranksSet || f.Name == "n" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.ranksSet = set["n"]
+	if set["iters"] && !set["budget"] {
+		o.cfg.Budget = 0 // the operations the user asked for
+	}
 	if o.ranks < 1 {
 		return o, fmt.Errorf("-n %d: need at least one rank", o.ranks)
 	}
@@ -275,11 +303,14 @@ func parseFlags(name string, es []bench.Experiment, args []string, stderr io.Wri
 	}
 	if *quick {
 		if o.cfg.Rounds == 0 {
-			o.cfg.Rounds = 5
+			o.cfg.Rounds = quickRounds
 		}
 		if o.cfg.Iters == 0 {
-			o.cfg.Iters = 50
+			o.cfg.Iters = quickIters
 		}
+	}
+	if o.cfg.Budget < 0 {
+		return o, fmt.Errorf("--budget %v: must not be negative", o.cfg.Budget)
 	}
 	if o.cfg.Iters < 0 {
 		return o, fmt.Errorf("--iters %d: must not be negative", o.cfg.Iters)
@@ -353,7 +384,7 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 	if err != nil {
 		return err
 	}
-	progress := newProgress(stderr)
+	progress := newProgress(stderr, o)
 	o.cfg.Progress = progress.show
 	rows, root, err := runJob(ctx, e, o)
 	progress.clear()
@@ -373,6 +404,7 @@ func runExperiment(ctx context.Context, e bench.Experiment, o options, stdout, s
 		e = bench.WithMPIVariants(e, rows)
 	}
 	if o.csv != "-" && o.json != "-" {
+		fmt.Fprintln(stdout, meta.Describe())
 		if err := bench.WriteTable(stdout, e, rows); err != nil {
 			return err
 		}
@@ -458,30 +490,40 @@ func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error
 	return f.Close()
 }
 
-// progress shows one line of progress on stderr when stderr is a
-// terminal, and nothing otherwise.
+// progress shows one line of progress on stderr, rewritten as the run
+// goes: the time since the start, the experiment, the size and the
+// round, with an estimate of the time left at this size. It shows
+// nothing when stderr is not a terminal (under narmarun with
+// --tag-output, in a pipe or a file) or when the rows go to stdout
+// (--csv - or --json -), where the table would have been.
 type progress struct {
 	w     io.Writer
+	start time.Time
 	shown bool
 }
 
-func newProgress(stderr io.Writer) *progress {
-	f, ok := stderr.(*os.File)
-	if !ok {
+func newProgress(stderr io.Writer, o options) *progress {
+	if o.csv == "-" || o.json == "-" || !isTerminal(stderr) {
 		return &progress{}
+	}
+	return &progress{w: stderr, start: time.Now()}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
 	st, err := f.Stat()
-	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return &progress{}
-	}
-	return &progress{w: stderr}
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *progress) show(msg string) {
 	if p.w == nil {
 		return
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s", msg)
+	fmt.Fprintf(p.w, "\r\033[K[%v] %s", time.Since(p.start).Round(time.Second), msg)
 	p.shown = true
 }
 

@@ -128,7 +128,7 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 	}
 
-	for _, size := range sizes {
+	for si, size := range sizes {
 		n := size / 8
 		iters := cfg.Iters
 		if iters == 0 {
@@ -138,8 +138,7 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
-			a.progress, fmt.Sprintf("alltoall %s", FormatSize(size)),
+		times, err := interleavedRounds(variants, newPlan(c, cfg, e, si, sizes, iters, warm, 1),
 			meanTime(func(v a2aVariant, iters int) (time.Duration, error) { return a.measure(v, n, iters) }))
 		if err != nil {
 			return nil, err
@@ -147,7 +146,7 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if a.me != 0 {
 			continue
 		}
-		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(size*(np-1)))
+		rows = appendRows(rows, e.Name, variants, times, size, np, rounds, float64(size*(np-1)))
 	}
 
 	for _, r := range a.reqs {
@@ -162,10 +161,6 @@ func runAllToAll(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		return nil, err
 	}
 	return rows, nil
-}
-
-func (a *allToAll) progress(format string, args ...any) {
-	progressf(a.cfg, a.me, format, args...)
 }
 
 // measure runs iters rounds of exchange of n-word blocks with variant v

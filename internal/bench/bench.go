@@ -20,6 +20,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/narma-rma/narma"
 )
@@ -42,6 +43,17 @@ type Experiment struct {
 	// Params marks an experiment whose rows are parameters, not times by
 	// size (LogGP): tables list them one per line.
 	Params bool
+	// SizeName, if not nil, names a size as tables, summaries and
+	// progress messages show it, where the bytes are not what the
+	// experiment's list entry speaks of (Cholesky's tiles of b x b
+	// elements); SizeLabel falls back to FormatSize. Columns then says
+	// what the names are, in the table's title.
+	SizeName func(bytes int) string
+	Columns  string
+	// Note, if not nil, returns lines that tables print under their
+	// rows, from the rows of the experiment: what a figure means where it
+	// is easy to misread (overlap's shares below 0).
+	Note func(rows []Row) []string
 	// Ranks is the number of ranks the experiment needs; 0 means any
 	// number from 2.
 	Ranks int
@@ -66,6 +78,15 @@ type Variant struct {
 	// Classic marks the classic synchronization schemes that notified
 	// access is compared against.
 	Classic bool
+}
+
+// SizeLabel returns size as e's tables show it: e.SizeName's name for
+// it, else FormatSize's.
+func (e Experiment) SizeLabel(size int) string {
+	if e.SizeName != nil {
+		return e.SizeName(size)
+	}
+	return FormatSize(size)
 }
 
 // Label returns the variant's name as tables show it: with a star if it
@@ -99,6 +120,12 @@ type Config struct {
 	// Strategy is the synchronization strategy of the experiment's
 	// windows; the zero value lets the transport choose.
 	Strategy narma.Strategy
+	// Budget, if positive, bounds the measured rounds of each variant at
+	// each size: a variant whose warm-up says that its rounds would take
+	// longer runs fewer iterations per round, at least 1 (its rows say
+	// how many; tables name it under the rows). Without a warm-up
+	// (Warmup negative) there is no bound; 0 means none.
+	Budget time.Duration
 	// Progress, if not nil, is called on rank 0 with a short description
 	// of what is being measured.
 	Progress func(msg string)

@@ -160,14 +160,14 @@ func TestStatsOf(t *testing.T) {
 func TestAppendRowsSpread(t *testing.T) {
 	vs := []Variant{{Name: "a"}, {Name: "b", Unsound: true}}
 	times := [][]float64{{3, 1, 2, 9, 4}, {8, 8, 8}}
-	rows := appendRows(nil, "toy", vs, times, 64, 2, 10, 5, 64)
+	rows := appendRows(nil, "toy", vs, measured{times: times, iters: []int{10, 7}}, 64, 2, 5, 64)
 	if len(rows) != 2 {
 		t.Fatalf("%d rows", len(rows))
 	}
 	if r := rows[0]; r.MedianNs != 3 || r.MinNs != 1 || r.MaxNs != 9 || !(r.P10Ns > 1 && r.P10Ns < 2) || !(r.P90Ns > 4 && r.P90Ns < 9) {
 		t.Errorf("row %+v", r)
 	}
-	if r := rows[1]; r.P10Ns != 8 || r.P90Ns != 8 || !r.Unsound {
+	if r := rows[1]; r.P10Ns != 8 || r.P90Ns != 8 || !r.Unsound || r.Iters != 7 {
 		t.Errorf("row %+v", r)
 	}
 	for _, r := range rows {

@@ -78,6 +78,8 @@ func Cholesky() Experiment {
 		Name:     "cholesky",
 		Summary:  fmt.Sprintf("tile Cholesky factorization as a task graph, %dx%d tiles of 8x8 to 128x128 (Belli & Hoefler, Fig. 5)", CholeskyTiles, CholeskyTiles),
 		Measure:  "time per factorization",
+		SizeName: func(size int) string { return fmt.Sprintf("%dx%d", size/8, size/8) },
+		Columns:  fmt.Sprintf("tiles of b x b float64 elements, a matrix of %d x %d tiles (--sizes gives 8*b bytes, a tile's row)", CholeskyTiles, CholeskyTiles),
 		Ranks:    0,
 		Variants: tableVariants(cholVariants),
 		Run:      runCholesky,
@@ -185,7 +187,7 @@ func runCholesky(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	variants := selectedEntries(e, cfg, cholVariants)
 	ctx := c.Context()
 	t := CholeskyTiles
-	for _, size := range sizes {
+	for si, size := range sizes {
 		b := size / 8
 		ch := &cholesky{c: c, ctx: ctx, cfg: cfg, me: c.Rank(), np: np, t: t, b: b,
 			m: b*b + 2, npanel: t * (t - 1) / 2}
@@ -206,8 +208,7 @@ func runCholesky(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(1, iters/10)
 		}
-		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
-			ch.progress, fmt.Sprintf("cholesky %s", FormatSize(size)),
+		times, err := interleavedRounds(variants, newPlan(c, cfg, e, si, sizes, iters, warm, 1),
 			meanTime(ch.measure))
 		if err != nil {
 			return nil, err
@@ -225,7 +226,7 @@ func runCholesky(c *narma.Comm, cfg Config) (rows []Row, err error) {
 			continue
 		}
 		lower := t * (t + 1) / 2 * b * b * 8
-		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(lower))
+		rows = appendRows(rows, e.Name, variants, times, size, np, rounds, float64(lower))
 	}
 	return rows, nil
 }
@@ -258,10 +259,6 @@ func (ch *cholesky) setup() {
 	ch.in = make([]int64, ch.m)
 }
 
-func (ch *cholesky) progress(format string, args ...any) {
-	progressf(ch.cfg, ch.me, format, args...)
-}
-
 func (ch *cholesky) errorf(format string, args ...any) error {
 	return fmt.Errorf("cholesky %s: %w", ch.v.Name, fmt.Errorf(format, args...))
 }
@@ -283,7 +280,7 @@ func (ch *cholesky) measure(v cholVariant, iters int) (time.Duration, error) {
 		}
 		start := time.Now()
 		if err := ch.factorize(); err != nil {
-			return 0, ch.errorf("tiles of %s, factorization %d: %w", FormatSize(8*ch.b), ch.fact, err)
+			return 0, ch.errorf("tiles of %dx%d, factorization %d: %w", ch.b, ch.b, ch.fact, err)
 		}
 		// Completes this rank's puts; after the barrier every message of
 		// the factorization has been taken.
@@ -299,7 +296,7 @@ func (ch *cholesky) measure(v cholVariant, iters int) (time.Duration, error) {
 		return 0, ch.errorf("UnlockAll: %w", err)
 	}
 	if err := ch.verify(); err != nil {
-		return 0, ch.errorf("tiles of %s, factorization %d: %w", FormatSize(8*ch.b), ch.fact, err)
+		return 0, ch.errorf("tiles of %dx%d, factorization %d: %w", ch.b, ch.b, ch.fact, err)
 	}
 	return d, nil
 }

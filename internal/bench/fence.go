@@ -126,7 +126,7 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 	}
 
-	for _, sz := range sizes {
+	for si, sz := range sizes {
 		n := sz / 8
 		iters := cfg.Iters
 		if iters == 0 {
@@ -136,8 +136,7 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
-			f.progress, fmt.Sprintf("fence %s", FormatSize(sz)),
+		times, err := interleavedRounds(variants, newPlan(c, cfg, e, si, sizes, iters, warm, 1),
 			meanTime(func(v fenceVariant, iters int) (time.Duration, error) { return f.measure(v, n, iters) }))
 		if err != nil {
 			return nil, err
@@ -145,7 +144,7 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if me != 0 {
 			continue
 		}
-		rows = appendRows(rows, e.Name, variants, times, sz, size, iters, rounds, float64(sz))
+		rows = appendRows(rows, e.Name, variants, times, sz, size, rounds, float64(sz))
 	}
 
 	if err := c.Barrier(ctx); err != nil {
@@ -157,10 +156,6 @@ func runFenceCost(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 	}
 	return rows, nil
-}
-
-func (f *fenceCost) progress(format string, args ...any) {
-	progressf(f.cfg, f.me, format, args...)
 }
 
 // measure runs iters epochs of n-word puts with variant v and returns the

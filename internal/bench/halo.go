@@ -232,7 +232,7 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	// The mean number of edges a rank sends per iteration, times np.
 	edges := 2*(px-1)*py + 2*px*(py-1)
 
-	for _, size := range sizes {
+	for si, size := range sizes {
 		h.s = size / 8
 		iters := cfg.Iters
 		if iters == 0 {
@@ -242,8 +242,7 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
-			h.progress, fmt.Sprintf("halo %s", FormatSize(size)),
+		times, err := interleavedRounds(variants, newPlan(c, cfg, e, si, sizes, iters, warm, 1),
 			meanTime(h.measure))
 		if err != nil {
 			return nil, err
@@ -251,7 +250,7 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if me != 0 {
 			continue
 		}
-		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(size*edges)/float64(np))
+		rows = appendRows(rows, e.Name, variants, times, size, np, rounds, float64(size*edges)/float64(np))
 	}
 
 	for _, r := range h.nreq {
@@ -279,10 +278,6 @@ func runHalo(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		return nil, err
 	}
 	return rows, nil
-}
-
-func (h *halo) progress(format string, args ...any) {
-	progressf(h.cfg, h.me, format, args...)
 }
 
 func (h *halo) errorf(format string, args ...any) error {

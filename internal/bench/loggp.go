@@ -232,8 +232,9 @@ func runLogGP(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	for i, s := range sizes {
 		xs[i] = float64(s)
 	}
+	clock := newRoundClock(rounds)
 	for round := 0; round < rounds; round++ {
-		l.progress("loggp: round %d/%d", round+1, rounds)
+		l.progress("loggp: round %d/%d%s", round+1, rounds, clock.left(round))
 		hrt, os, or, tk, t1, err := one(0)
 		if err != nil {
 			return nil, err

@@ -106,7 +106,11 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	if e.Value != nil {
 		unit = e.Unit
 	}
-	fmt.Fprintf(w, "%s: %s in %s, median of %d rounds\n\n", e.Name, measure, unit, rounds)
+	fmt.Fprintf(w, "%s: %s in %s, median of %d rounds%s\n", e.Name, measure, unit, rounds, ranksOf(rows, e))
+	if e.Columns != "" {
+		fmt.Fprintf(w, "columns: %s\n", e.Columns)
+	}
+	fmt.Fprintln(w)
 	// Right-aligned numbers; the variant names, padded to one width,
 	// stay left-aligned.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -116,7 +120,7 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	}
 	fmt.Fprintf(tw, "%-*s\t", width, "variant")
 	for _, s := range sizes {
-		fmt.Fprintf(tw, "%s\t", FormatSize(s))
+		fmt.Fprintf(tw, "%s\t", e.SizeLabel(s))
 	}
 	fmt.Fprintln(tw)
 	var unsound []Variant
@@ -144,6 +148,15 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 		return err
 	}
 	writeSpread(w, e, sizes, cell)
+	writeBudgetCuts(w, e, sizes, cell)
+	if e.Note != nil {
+		if lines := e.Note(rows); len(lines) > 0 {
+			fmt.Fprintln(w)
+			for _, l := range lines {
+				fmt.Fprintln(w, l)
+			}
+		}
+	}
 	if e.Value == nil {
 		var classic []string
 		for _, v := range e.Variants {
@@ -151,8 +164,8 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 				classic = append(classic, v.Name)
 			}
 		}
-		writeRatios(w, "best classic variant / put-notify (above 1: notified access is faster):", 10, sizes, cell, classic)
-		writeMPIRatios(w, sizes, cell)
+		writeRatios(w, e, "best classic variant / put-notify (above 1: notified access is faster):", 10, sizes, cell, classic)
+		writeMPIRatios(w, e, sizes, cell)
 	}
 	if len(unsound) > 0 {
 		fmt.Fprintln(w)
@@ -163,10 +176,49 @@ func WriteTable(w io.Writer, e Experiment, rows []Row) error {
 	return nil
 }
 
+// ranksOf returns the table title's note of the ranks e's rows ran on,
+// e.g. ", 4 ranks" (the rows of the MPI reference programs aside), or ""
+// if they do not say.
+func ranksOf(rows []Row, e Experiment) string {
+	for _, r := range rows {
+		if r.Experiment == e.Name && r.Ranks > 0 && !strings.HasPrefix(r.Variant, MPIPrefix) {
+			return fmt.Sprintf(", %d ranks", r.Ranks)
+		}
+	}
+	return ""
+}
+
+// writeBudgetCuts writes, under WriteTable's rows, the variants that ran
+// fewer iterations per round than the others at their size: those that
+// the time budget per variant and size (Config.Budget) cut, with the
+// iterations they ran. The rows of the MPI reference programs, which
+// choose their own, are left out.
+func writeBudgetCuts(w io.Writer, e Experiment, sizes []int, cell map[string]map[int]Row) {
+	var cuts []string
+	for _, s := range sizes {
+		most := 0
+		for name, bySize := range cell {
+			if r, ok := bySize[s]; ok && !strings.HasPrefix(name, MPIPrefix) {
+				most = max(most, r.Iters)
+			}
+		}
+		for _, v := range e.Variants {
+			if r, ok := cell[v.Name][s]; ok && r.Iters < most {
+				cuts = append(cuts, fmt.Sprintf("%s at %s (%d of %d)", v.Name, e.SizeLabel(s), r.Iters, most))
+			}
+		}
+	}
+	if len(cuts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "cut to fewer iterations per round to stay within the time budget per variant and size (--budget): %s\n",
+		strings.Join(cuts, ", "))
+}
+
 // writeMPIRatios writes, per size, the ratio of the fastest MPI reference
 // program (rows named MPIPrefix+variant) to narma's put-notify, if the
 // rows have both.
-func writeMPIRatios(w io.Writer, sizes []int, cell map[string]map[int]Row) {
+func writeMPIRatios(w io.Writer, e Experiment, sizes []int, cell map[string]map[int]Row) {
 	var names []string
 	for name := range cell {
 		if strings.HasPrefix(name, MPIPrefix) {
@@ -174,13 +226,13 @@ func writeMPIRatios(w io.Writer, sizes []int, cell map[string]map[int]Row) {
 		}
 	}
 	slices.Sort(names)
-	writeRatios(w, "best MPI variant / narma's put-notify (above 1: narma is faster):", 14, sizes, cell, names)
+	writeRatios(w, e, "best MPI variant / narma's put-notify (above 1: narma is faster):", 14, sizes, cell, names)
 }
 
 // writeRatios writes, under title, per size with a put-notify row and a
 // row of one of the variants names, the fastest of those and its median
 // divided by put-notify's (names in a column of width).
-func writeRatios(w io.Writer, title string, width int, sizes []int, cell map[string]map[int]Row, names []string) {
+func writeRatios(w io.Writer, e Experiment, title string, width int, sizes []int, cell map[string]map[int]Row, names []string) {
 	header := false
 	for _, s := range sizes {
 		n, ok := cell[NotifyVariant][s]
@@ -200,7 +252,7 @@ func writeRatios(w io.Writer, title string, width int, sizes []int, cell map[str
 			fmt.Fprintln(w, "\n"+title)
 			header = true
 		}
-		fmt.Fprintf(w, "%9s  %-*s %6.2f\n", FormatSize(s), width, bestName, best/n.MedianNs)
+		fmt.Fprintf(w, "%9s  %-*s %6.2f\n", e.SizeLabel(s), width, bestName, best/n.MedianNs)
 	}
 }
 
@@ -230,7 +282,9 @@ type Meta struct {
 	// Commit is the commit of the build: its VCS revision, with "+dirty"
 	// if the tree had changes; without VCS information (a build with
 	// -buildvcs=false, or a test) the main module's version, e.g. a
-	// pseudo-version; "unknown" if there is none.
+	// pseudo-version, else, if the program runs inside the module's git
+	// tree, the commit git gives for it (with "+dirty" if git status
+	// lists changes); "unknown" if there is none.
 	Commit string `json:"commit"`
 	// GoVersion is the Go release that built the program
 	// (runtime.Version).
@@ -253,9 +307,8 @@ type Meta struct {
 // GoVersion, GOOS, GOARCH, NumCPU, GOMAXPROCS and Date. The caller sets
 // those of the job.
 func NewMeta() Meta {
-	bi, _ := debug.ReadBuildInfo()
 	return Meta{
-		Commit:     commitOf(bi),
+		Commit:     buildCommit(),
 		GoVersion:  runtime.Version(),
 		GOOS:       runtime.GOOS,
 		GOARCH:     runtime.GOARCH,
@@ -263,6 +316,27 @@ func NewMeta() Meta {
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Date:       time.Now().Format(time.RFC3339),
 	}
+}
+
+// Describe returns the line that tables print above their rows about the
+// job of the run: whether the ranks were goroutines of one process or
+// processes (under which launcher), over which transport, with which
+// strategy, and the commit, e.g. "run: ranks as goroutines of one
+// process over the local transport, strategy default, commit 1a2b3c4".
+func (m Meta) Describe() string {
+	ranks := "ranks as goroutines of one process"
+	if m.Launcher != "none" && m.Launcher != "" {
+		ranks = "ranks as processes under " + m.Launcher
+	}
+	// A git revision shortened to 12 digits, as the CSV has it whole.
+	commit := m.Commit
+	if rev, dirty := strings.CutSuffix(commit, "+dirty"); len(rev) == 40 && strings.Trim(rev, "0123456789abcdef") == "" {
+		commit = rev[:12]
+		if dirty {
+			commit += "+dirty"
+		}
+	}
+	return fmt.Sprintf("run: %s over the %s transport, strategy %s, commit %s", ranks, m.Transport, m.Strategy, commit)
 }
 
 // commitOf returns Meta.Commit for the build information bi (nil if
@@ -306,7 +380,7 @@ func writeSpread(w io.Writer, e Experiment, sizes []int, cell map[string]map[int
 					continue
 				}
 				if s := (r.P90Ns - r.P10Ns) / r.MedianNs; s > widest {
-					widest, at = s, fmt.Sprintf("%s at %s", v.Name, FormatSize(r.Bytes))
+					widest, at = s, fmt.Sprintf("%s at %s", v.Name, e.SizeLabel(r.Bytes))
 				}
 			}
 		}

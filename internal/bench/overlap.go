@@ -64,6 +64,7 @@ func Overlap() Experiment {
 		Measure:  "share of the communication hidden by computation",
 		Value:    func(r Row) float64 { return r.OverlapPct },
 		Unit:     "percent",
+		Note:     overlapNote,
 		Ranks:    2,
 		Variants: tableVariants(ovVariants),
 		Run:      runOverlap,
@@ -98,6 +99,31 @@ func OverlapShare(comm, comp, total float64) float64 {
 	return 100 * (comm + comp - total) / comm
 }
 
+// overlapNote is the note under the overlap table when a share is below
+// 0: what such a share means, as the formula has it, and what makes it.
+// The shares are not clamped at 0, which would hide how much the
+// combination cost.
+func overlapNote(rows []Row) []string {
+	lowest, at := 0.0, ""
+	for _, r := range rows {
+		if r.Experiment == "overlap" && r.OverlapPct < lowest {
+			lowest, at = r.OverlapPct, fmt.Sprintf("%s at %s", r.Variant, FormatSize(r.Bytes))
+		}
+	}
+	if at == "" {
+		return nil
+	}
+	return []string{
+		"share = 100 * (t_comm + t_comp - t_total) / t_comm, from the medians of the exchange alone (t_comm),",
+		"the computation alone (t_comp) and both together (t_total); not clamped at 0.",
+		fmt.Sprintf("Below 0 (down to %.0f%%, %s): both together took longer than the two apart, by that", lowest, at),
+		"share of t_comm; nothing was hidden and interleaving them cost extra. Likely causes: the peer waits",
+		"for a step of the exchange (a match, a lock grant, a fence's counts) that the computing rank takes",
+		"only when it calls into narma again, and ranks sharing cores (goroutine ranks, or more ranks than",
+		"cores) take CPU time from each other. With few rounds (--quick) noise alone moves a share by tens of percent.",
+	}
+}
+
 func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	e := Overlap()
 	if err := e.Check(cfg); err != nil {
@@ -124,8 +150,9 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	}
 	nsPerUnit := o.calibrate()
 
-	for _, size := range sizes {
+	for si, size := range sizes {
 		n := size / 8
+		label := sizeLabel(e, si, sizes)
 		iters := cfg.Iters
 		if iters == 0 {
 			iters = itersFor(size)
@@ -135,7 +162,7 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 			warm = max(2, iters/10)
 		}
 		if warm > 0 {
-			o.progress("overlap %s: warm-up", FormatSize(size))
+			o.progress("%s: warm-up", label)
 			for _, v := range variants {
 				if _, err := o.measure(v, n, warm, 0); err != nil {
 					return nil, err
@@ -146,7 +173,7 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		// computation as last about as long, chosen on rank 0.
 		comm := make([][]float64, len(variants))
 		for round := 0; round < max(1, rounds/3); round++ {
-			o.progress("overlap %s: calibration %d", FormatSize(size), round+1)
+			o.progress("%s: calibration %d", label, round+1)
 			for i, v := range variants {
 				d, err := o.measure(v, n, iters, 0)
 				if err != nil {
@@ -168,8 +195,9 @@ func runOverlap(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		comm = make([][]float64, len(variants))
 		comp := make([][]float64, len(variants))
 		total := make([][]float64, len(variants))
+		clock := newRoundClock(rounds)
 		for round := 0; round < rounds; round++ {
-			o.progress("overlap %s: round %d/%d", FormatSize(size), round+1, rounds)
+			o.progress("%s: round %d/%d%s", label, round+1, rounds, clock.left(round))
 			for i, v := range variants {
 				d, err := o.measure(v, n, iters, 0)
 				if err != nil {

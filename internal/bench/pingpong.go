@@ -159,7 +159,7 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 	}
 
-	for _, size := range sizes {
+	for si, size := range sizes {
 		n := size / 8
 		iters := cfg.Iters
 		if iters == 0 {
@@ -169,8 +169,7 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		times, err := interleavedRounds(variants, warm, iters, rounds, 2,
-			p.progress, fmt.Sprintf("pingpong %s", FormatSize(size)),
+		times, err := interleavedRounds(variants, newPlan(c, cfg, e, si, sizes, iters, warm, 2),
 			func(v ppVariant, iters int) (float64, error) { return p.measure(v, n, iters) })
 		if err != nil {
 			return nil, err
@@ -178,7 +177,7 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if p.me != 0 {
 			continue
 		}
-		rows = appendRows(rows, e.Name, variants, times, size, c.Size(), iters, rounds, float64(size))
+		rows = appendRows(rows, e.Name, variants, times, size, c.Size(), rounds, float64(size))
 	}
 
 	for _, r := range []*narma.Request{p.data, p.ready, p.read} {

@@ -129,7 +129,7 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 	}
 
-	for _, size := range sizes {
+	for si, size := range sizes {
 		n := size / 8
 		iters := cfg.Iters
 		if iters == 0 {
@@ -139,8 +139,7 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = max(2, iters/10)
 		}
-		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
-			t.progress, fmt.Sprintf("reduce %s", FormatSize(size)),
+		times, err := interleavedRounds(variants, newPlan(c, cfg, e, si, sizes, iters, warm, 1),
 			meanTime(func(v redVariant, iters int) (time.Duration, error) { return t.measure(v, n, iters) }))
 		if err != nil {
 			return nil, err
@@ -148,7 +147,7 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if t.me != 0 {
 			continue
 		}
-		rows = appendRows(rows, e.Name, variants, times, size, t.size, iters, rounds, float64(size))
+		rows = appendRows(rows, e.Name, variants, times, size, t.size, rounds, float64(size))
 	}
 
 	for _, r := range []*narma.Request{t.up, t.down} {
@@ -166,10 +165,6 @@ func runTreeReduce(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		return nil, err
 	}
 	return rows, nil
-}
-
-func (t *treeReduce) progress(format string, args ...any) {
-	progressf(t.cfg, t.me, format, args...)
 }
 
 // measure runs iters operations on n-word vectors with variant v and

@@ -175,7 +175,7 @@ func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		}
 	}
 
-	for _, size := range sizes {
+	for si, size := range sizes {
 		s.setGrid(size / 8)
 		iters := cfg.Iters
 		if iters == 0 {
@@ -185,8 +185,7 @@ func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if warm == 0 {
 			warm = 1
 		}
-		times, err := interleavedRounds(variants, warm, iters, rounds, 1,
-			s.progress, fmt.Sprintf("stencil %s", FormatSize(size)),
+		times, err := interleavedRounds(variants, newPlan(c, cfg, e, si, sizes, iters, warm, 1),
 			meanTime(s.measure))
 		if err != nil {
 			return nil, err
@@ -194,7 +193,7 @@ func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 		if me != 0 {
 			continue
 		}
-		rows = appendRows(rows, e.Name, variants, times, size, np, iters, rounds, float64(8*(s.m-1)))
+		rows = appendRows(rows, e.Name, variants, times, size, np, rounds, float64(8*(s.m-1)))
 	}
 
 	if err := s.req.Free(); err != nil {
@@ -226,10 +225,6 @@ func (s *stencil) setGrid(n int) {
 	s.start = s.me * n / s.np
 	s.w = (s.me+1)*n/s.np - s.start
 	s.a = make([]int64, s.m*s.w)
-}
-
-func (s *stencil) progress(format string, args ...any) {
-	progressf(s.cfg, s.me, format, args...)
 }
 
 func (s *stencil) errorf(format string, args ...any) error {

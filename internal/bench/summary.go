@@ -92,7 +92,11 @@ func WriteSummary(w io.Writer, ratios []Ratio) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%-*s\tsize\t%-*s\tclassic\tput-notify\tratio\t\n", ew, "experiment", cw, "best classic")
 	for _, r := range ratios {
-		fmt.Fprintf(tw, "%-*s\t%s\t%-*s\t%.0f\t%.0f\t%.2f\t\n", ew, r.Experiment, FormatSize(r.Bytes), cw, r.Classic,
+		size := FormatSize(r.Bytes)
+		if e, ok := Lookup(r.Experiment); ok {
+			size = e.SizeLabel(r.Bytes)
+		}
+		fmt.Fprintf(tw, "%-*s\t%s\t%-*s\t%.0f\t%.0f\t%.2f\t\n", ew, r.Experiment, size, cw, r.Classic,
 			r.ClassicNs, r.NotifyNs, r.Ratio)
 	}
 	return tw.Flush()
