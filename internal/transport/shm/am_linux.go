@@ -202,6 +202,15 @@ func (e *Endpoint) drainRing(src int) bool {
 			ringRead(data, head+recHead, b)
 		}
 		if rec.flags&recRemote != 0 {
+			if e.ackWait != nil && e.ackWait.loadRdv()>>1 == e.ackSeq {
+				// A single-copy send is waiting, and its acknowledgement
+				// has come: it returns now, and its caller may post the
+				// receive of this message next (a ping-pong's answer).
+				// Read into that receive's buffer then, not here into a
+				// buffer of the transport's, which the engine would
+				// copy twice more.
+				return did
+			}
 			e.remote(src, rh, rec, b)
 		} else {
 			e.record(src, rec, b)

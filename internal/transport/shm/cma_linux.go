@@ -109,7 +109,9 @@ func (e *Endpoint) sendRemote(target int, s *sender, id transport.AMID, hdr, pay
 			return v&1 == 0, nil
 		}
 		if e.draining.tryLock() {
+			e.ackWait, e.ackSeq = rh, n
 			e.drain(nil)
+			e.ackWait = nil
 			e.draining.unlock()
 		}
 		if spin&15 == 15 {

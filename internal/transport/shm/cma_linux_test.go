@@ -236,3 +236,62 @@ func TestRingStaleMarks(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 }
+
+// TestDrainLeavesSingleCopyForAckedSender: while a single-copy send of
+// the draining endpoint waits for its acknowledgement, its drain handles
+// the peer's single-copy records (two ranks sending large messages to
+// each other both complete); once the acknowledgement has come, it
+// leaves the next one in the ring, for the receive its caller is about to
+// post, and a later drain handles it.
+func TestDrainLeavesSingleCopyForAckedSender(t *testing.T) {
+	if ok, why := CMAStatus(); !ok {
+		t.Skip("single copy not possible here:", why)
+	}
+	w := newAMWorld(t, Config{})
+	e := w.eps[1]
+	for !e.draining.tryLock() {
+		time.Sleep(time.Millisecond) // the progress goroutine drains
+	}
+	acks := w.eps[0].own.ringHeads[1] // where rank 0 acknowledges rank 1's sends
+	e.ackWait, e.ackSeq = acks, 7
+	msg := pattern(cmaMin, 3)
+	sent := make(chan error, 1)
+	go func() { sent <- w.eps[0].SendAM(1, 3, []byte{9}, msg) }()
+	for !e.pending() {
+		time.Sleep(100 * time.Microsecond)
+	}
+
+	// Not yet acknowledged: the record is handled.
+	e.drain(nil)
+	if _, got := w.next(t); !bytes.Equal(got, msg) {
+		t.Fatal("payload differs")
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+
+	// Acknowledged: the next record stays until the send is over.
+	acks.storeRdv(7 << 1)
+	go func() { sent <- w.eps[0].SendAM(1, 3, []byte{9}, msg) }()
+	for !e.pending() {
+		time.Sleep(100 * time.Microsecond)
+	}
+	e.drain(nil)
+	select {
+	case <-w.hdrs:
+		t.Fatal("the record was handled while the acknowledged send drained")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if !e.pending() {
+		t.Fatal("the record left in the ring is not pending")
+	}
+	e.ackWait = nil
+	e.drain(nil)
+	e.draining.unlock()
+	if _, got := w.next(t); !bytes.Equal(got, msg) {
+		t.Fatal("payload differs")
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+}

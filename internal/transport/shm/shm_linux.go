@@ -102,6 +102,12 @@ type Endpoint struct {
 	partial     []*assembly   // per source: message being reassembled, or nil
 	spare       []*assembly   // per source: a finished assembly, its buffer to reuse
 	scratch     []byte        // for records that wrap around the ring end
+	// ackWait is the acknowledgement a single-copy send of this
+	// endpoint waits for while it drains (sendRemote), nil when none:
+	// once it has come, the drain leaves the next single-copy record for
+	// the receive the caller is about to post (held with draining).
+	ackWait *amRing
+	ackSeq  uint64
 
 	polled atomic.Bool // Poll was called since the progress goroutine last looked
 	// asleep is, while the progress goroutine is registered as a sleeper
