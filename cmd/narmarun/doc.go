@@ -106,23 +106,42 @@
 // lines are kept whole (a line longer than 64 KiB is cut into several).
 //
 // When a rank fails (exits with a status other than 0 or is killed by a
-// signal) narmarun reports it and stops the others: SIGTERM to the
-// process group of each rank on this host, SIGKILL (of agents too) after
-// the grace period. It does the same
+// signal) narmarun finds the rank that failed first, reports it and
+// stops the others. The rank it reaps first need not be that one: over
+// tcp, ranks that lose a peer can exit before narmarun sees the peer
+// end. So every rank tells narmarun, through its bootstrap connection,
+// which peers its transport declared failed, before its program hears of
+// it; narmarun follows these reports from the failed rank it reaped to
+// the one that reported none, waiting (a second at most) for each rank
+// on the way to end, and names that one, with its own status. Stopping,
+// it first tells every
+// rank, through its bootstrap connection, that the job is stopped and
+// why, so that a rank that exits because of it says so ("narma: rank 2 of
+// 4: exiting: the launcher stopped the job: rank 1 (pid 1234) exited with
+// status 3"); then SIGTERM to the process group of each rank on this
+// host, SIGKILL (of agents too) after the grace period. It does the same
 // on timeout, on SIGINT, SIGTERM or SIGHUP, and, after a grace period for
 // the ranks to end by themselves, when the bootstrap fails. Whatever the
 // outcome, it removes the job's shared-memory segments and its temporary
-// directory; at start it removes the segments of jobs whose launcher died
-// without cleaning up.
+// directory (named narmarun-PID-...); at start it removes the segments,
+// and the temporary directories, of jobs whose launcher died without
+// cleaning up (those of a PID that no longer runs, of this user, holding
+// no more than a bootstrap socket).
 //
 // Exit status: 0 when every rank exits with 0; otherwise the status of
-// the first rank to fail, 128 plus the signal number for a rank killed by
-// a signal (when the first rank to fail exited with an error and another
-// is found killed by a signal narmarun did not send within half a second,
-// or, for ranks on any host, another failed rank's bootstrap connection
-// ended before the first's, that other one is taken for the first: the
-// first most likely exited because it lost it); 124 on timeout; 128 plus the signal number when narmarun is
-// interrupted (130 for SIGINT, 143 for SIGTERM); 127 when the program
-// (or the launcher agent) cannot be found, 126 when it cannot be run; 2
-// for a bad command line; 1 when narmarun itself or the bootstrap fails.
+// the first rank to fail, passed on unchanged (so 2 for a Go program that
+// panicked, 1 for one that returned an error through log.Fatal, and so
+// on), 128 plus the signal number for a rank killed by a signal (when,
+// without reports of failed peers to tell, the first rank to fail exited
+// with an error and another is found killed by
+// a signal narmarun did not send within half a second, or, for ranks on
+// any host, another failed rank's bootstrap connection ended before the
+// first's, that other one is taken for the first: the first most likely
+// exited because it lost it); 124 on timeout; 128 plus the signal number
+// when narmarun is interrupted (130 for SIGINT, 143 for SIGTERM); 127
+// when the program (or the launcher agent) cannot be found, 126 when it
+// cannot be run; 125 when narmarun itself fails: a bad command line, an
+// error of its own, or a bootstrap failure that no rank's explains (as
+// timeout(1) and env(1) do, so that narmarun's own failures are not
+// taken for a rank's 1 or 2).
 package main

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/sys"
 	_ "github.com/narma-rma/narma/internal/transport/builtin" // the transports ranks join
 	"github.com/narma-rma/narma/internal/transport/registry"
 )
@@ -161,10 +163,12 @@ func (l *launcher) findPrograms() (status int, ok bool) {
 func (l *launcher) listen(secret []byte) error {
 	if !l.cfg.remote() && l.cfg.bootstrapAddr == "" {
 		var err error
-		if l.dir, err = os.MkdirTemp("", "narmarun-"); err != nil {
+		// The directory's name carries narmarun's pid, so that the
+		// next narmarun can tell it is stale (removeStaleDirs).
+		if l.dir, err = os.MkdirTemp("", fmt.Sprintf("%s%d-", dirPrefix, os.Getpid())); err != nil {
 			return err
 		}
-		l.srv, err = bootstrap.Listen(filepath.Join(l.dir, "bootstrap.sock"), l.cfg.n)
+		l.srv, err = bootstrap.Listen(filepath.Join(l.dir, socketName), l.cfg.n)
 		return err
 	}
 	addr := l.cfg.bootstrapAddr
@@ -202,8 +206,18 @@ func cannotRunStatus(err error) int {
 }
 
 // removeStale removes what jobs whose launcher died without cleaning up
-// left on this host, for every transport that leaves something.
+// left on this host: the temporary directories of narmarun, and what
+// every transport that leaves something left.
 func (l *launcher) removeStale() {
+	removed, err := removeStaleDirs(os.TempDir())
+	if l.cfg.verbose {
+		for _, name := range removed {
+			l.logf("removed stale %s", name)
+		}
+	}
+	if err != nil {
+		l.logf("removing what dead jobs left: %v", err)
+	}
 	for _, t := range registry.All() {
 		if t.Stale == nil {
 			continue
@@ -219,6 +233,45 @@ func (l *launcher) removeStale() {
 		}
 	}
 }
+
+// dirPrefix starts the name of a job's temporary directory, followed by
+// narmarun's pid, a dash and random characters.
+const dirPrefix = "narmarun-"
+
+// removeStaleDirs removes the temporary directories (and the bootstrap
+// sockets in them) of narmaruns that died without removing them: those
+// named for a pid that no longer runs, owned by this user, holding
+// nothing but a bootstrap socket. It returns the paths removed.
+func removeStaleDirs(tmp string) ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(tmp, dirPrefix+"*-*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var first error
+	for _, dir := range dirs {
+		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), dirPrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || sys.Alive(pid) || !ownDir(dir) {
+			continue
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil || len(ents) > 1 || (len(ents) == 1 && ents[0].Name() != socketName) {
+			continue // not what narmarun leaves: not ours to remove
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		removed = append(removed, dir)
+	}
+	return removed, first
+}
+
+// socketName is the bootstrap socket's name in the job's directory.
+const socketName = "bootstrap.sock"
 
 // cleanup removes what the job leaves behind: the bootstrap socket, the
 // temporary directory and the shared-memory segments. The ranks must be

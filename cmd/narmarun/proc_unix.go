@@ -34,3 +34,13 @@ func describeExit(ps *os.ProcessState) (status int, sig syscall.Signal, how stri
 	code := ps.ExitCode()
 	return code, 0, fmt.Sprintf("exited with status %d", code)
 }
+
+// ownDir reports whether path is a directory of this user, not a link.
+func ownDir(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}

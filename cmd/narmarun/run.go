@@ -16,10 +16,13 @@ import (
 	"github.com/narma-rma/narma/internal/transport/registry"
 )
 
-// Exit statuses of narmarun besides a rank's own.
+// Exit statuses of narmarun besides a rank's own, which it passes on
+// unchanged. Its own failures are 125, as for timeout(1) and env(1), not
+// 1 or 2: those are what ranks exit with (1 for an error, 2 for a Go
+// panic), and must not be mistaken for them.
 const (
-	exitFailure   = 1   // narmarun or the bootstrap failed
-	exitUsage     = 2   // bad command line
+	exitFailure   = 125 // narmarun or the bootstrap failed
+	exitUsage     = 125 // bad command line
 	exitTimeout   = 124 // --timeout expired, as timeout(1)
 	exitCannotRun = 126 // the program exists but cannot be run
 	exitNotFound  = 127 // the program does not exist

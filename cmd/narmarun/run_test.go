@@ -118,8 +118,8 @@ func TestJobEnvironment(t *testing.T) {
 
 	t.Setenv("NARMA_TCP_TIMEOUT", "soon")
 	res := runNarmarun(t, t.Context(), "-n", "2", "--transport", "tcp", "/bin/true")
-	if res.status != 2 || !strings.Contains(res.stderr, `NARMA_TCP_TIMEOUT="soon" is not a duration`) {
-		t.Errorf("NARMA_TCP_TIMEOUT=soon: status %d, stderr %q; want 2 and an explanation", res.status, res.stderr)
+	if res.status != exitUsage || !strings.Contains(res.stderr, `NARMA_TCP_TIMEOUT="soon" is not a duration`) {
+		t.Errorf("NARMA_TCP_TIMEOUT=soon: status %d, stderr %q; want %d and an explanation", res.status, res.stderr, exitUsage)
 	}
 	// A shm job has no use for it.
 	if res := runNarmarun(t, t.Context(), "-n", "2", "/bin/true"); res.status != 0 {
@@ -128,8 +128,8 @@ func TestJobEnvironment(t *testing.T) {
 	t.Setenv("NARMA_TCP_TIMEOUT", "")
 	t.Setenv("NARMA_TCP_SPIN", "fast")
 	res = runNarmarun(t, t.Context(), "-n", "2", "--transport", "tcp", "/bin/true")
-	if res.status != 2 || !strings.Contains(res.stderr, `NARMA_TCP_SPIN="fast" is not a duration`) {
-		t.Errorf("NARMA_TCP_SPIN=fast: status %d, stderr %q; want 2 and an explanation", res.status, res.stderr)
+	if res.status != exitUsage || !strings.Contains(res.stderr, `NARMA_TCP_SPIN="fast" is not a duration`) {
+		t.Errorf("NARMA_TCP_SPIN=fast: status %d, stderr %q; want %d and an explanation", res.status, res.stderr, exitUsage)
 	}
 }
 
@@ -461,8 +461,8 @@ func TestBadCommandLine(t *testing.T) {
 		{"--hosts", "localhost:2", "-n", "0", "/bin/true"},
 	} {
 		res := runNarmarun(t, t.Context(), args...)
-		if res.status != 2 || !strings.Contains(res.stderr, "usage: narmarun -n N") {
-			t.Errorf("narmarun %q: status %d, stderr %q; want 2 and the usage", args, res.status, res.stderr)
+		if res.status != exitUsage || !strings.Contains(res.stderr, "usage: narmarun -n N") {
+			t.Errorf("narmarun %q: status %d, stderr %q; want %d and the usage", args, res.status, res.stderr, exitUsage)
 		}
 		if res.stdout != "" {
 			t.Errorf("narmarun %q printed %q on stdout", args, res.stdout)
@@ -612,4 +612,86 @@ func testNarmaProgram(t *testing.T, flags ...string) {
 			t.Errorf("segments left behind: %v", left)
 		}
 	})
+}
+
+// TestRemoveStaleDirs: the next narmarun removes the temporary directory
+// (and bootstrap socket) of a narmarun killed with SIGKILL, and nothing
+// else: not a live narmarun's, not one holding other files, not one
+// named otherwise.
+func TestRemoveStaleDirs(t *testing.T) {
+	tmp := t.TempDir()
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPid := dead.Process.Pid // reaped: no longer runs
+	mk := func(name string, files ...string) string {
+		dir := filepath.Join(tmp, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	stale := mk(fmt.Sprintf("narmarun-%d-123", deadPid), socketName)
+	empty := mk(fmt.Sprintf("narmarun-%d-456", deadPid))
+	live := mk(fmt.Sprintf("narmarun-%d-789", os.Getpid()), socketName)
+	other := mk(fmt.Sprintf("narmarun-%d-abc", deadPid), socketName, "notes.txt")
+	oldStyle := mk("narmarun-4242", socketName)
+	removed, err := removeStaleDirs(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	if want := []string{stale, empty}; !slices.Equal(removed, want) {
+		t.Errorf("removed %q, want %q", removed, want)
+	}
+	for _, dir := range []string{live, other, oldStyle} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s: %v", dir, err)
+		}
+	}
+}
+
+// TestFirstFailureNamed: rank 1 of 4 panics, or exits with status 3,
+// while the others wait for it in a Barrier, which then fails. Over tcp
+// the others see its connections die, and may exit, before narmarun
+// sees rank 1 end; over every transport narmarun must name rank 1, with
+// its own status, as the failure, first, and exit with that status. The
+// others tell it, through the bootstrap, that rank 1 failed before they
+// exit (package join); without that, over tcp, it names one of them in
+// some of the runs. Each case runs a few times: the order of the exits
+// varies from run to run.
+func TestFirstFailureNamed(t *testing.T) {
+	prog := narmaProgram(t)
+	transports := []string{"tcp", "hybrid"}
+	if _, err := os.Stat("/dev/shm"); err == nil {
+		transports = append(transports, "shm")
+	}
+	const runs = 3
+	for _, tr := range transports {
+		for _, c := range []struct {
+			how    string
+			status int
+		}{{"panic", 2}, {"exit3", 3}} {
+			t.Run(tr+"/"+c.how, func(t *testing.T) {
+				for range runs {
+					ctx, cancel := context.WithTimeout(t.Context(), patience)
+					res := runNarmarun(t, ctx, "-n", "4", "--transport", tr, prog, "-fail-rank", "1", "-fail-how", c.how)
+					cancel()
+					if res.status != c.status {
+						t.Errorf("status %d, want rank 1's, %d", res.status, c.status)
+					}
+					first := regexp.MustCompile(`narmarun: rank \d .*`).FindString(res.stderr)
+					if !regexp.MustCompile(fmt.Sprintf(`^narmarun: rank 1 \(pid \d+\) exited with status %d$`, c.status)).MatchString(first) {
+						t.Errorf("narmarun names %q first, want rank 1 and its status %d", first, c.status)
+					}
+				}
+			})
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"time"
 )
@@ -16,10 +17,10 @@ var never <-chan struct{}
 // end by themselves, when the bootstrap fails. startErr is the error that
 // kept a rank from starting, if any.
 func (l *launcher) wait(ctx context.Context, startErr error) int {
-	w := waiter{l: l, status: -1, first: -1, killAt: never, stopAt: never, timeUp: never}
+	w := waiter{l: l, status: -1, first: -1, judging: -1, killAt: never, stopAt: never, timeUp: never, judgeBy: never}
 	if startErr != nil {
 		w.status = cannotRunStatus(startErr)
-		w.stop()
+		w.stop(fmt.Sprintf("rank %d could not start", len(l.ranks)))
 	}
 	if l.cfg.timeout > 0 {
 		w.timeUp = after(l.cfg.timeout)
@@ -30,25 +31,31 @@ func (l *launcher) wait(ctx context.Context, startErr error) int {
 		case e := <-l.exits:
 			running--
 			w.exited(e)
+		case <-w.changed:
+			w.judge(false)
+		case <-w.judgeBy:
+			w.judge(true)
 		case <-served:
 			served = nil
 			w.bootstrapEnded()
 		case <-w.stopAt:
 			w.stopAt = never
-			w.stop()
+			w.stop("the bootstrap failed")
 		case <-w.timeUp:
 			w.timeUp = never
+			w.judge(true)
 			if !w.stopping {
 				w.status = exitTimeout
 				l.logf("timeout: the job ran for %v; stopping %d ranks", l.cfg.timeout, running)
-				w.stop()
+				w.stop(fmt.Sprintf("the job ran for %v (--timeout)", l.cfg.timeout))
 			}
 		case <-done:
 			done = nil
+			w.judge(true)
 			if !w.stopping {
 				w.status = interruptStatus(ctx)
 				l.logf("%v; stopping %d ranks", context.Cause(ctx), running)
-				w.stop()
+				w.stop(fmt.Sprintf("narmarun %v", context.Cause(ctx)))
 			} else {
 				w.killAt = never
 				w.killed = true
@@ -59,6 +66,16 @@ func (l *launcher) wait(ctx context.Context, startErr error) int {
 			w.killed = true
 			l.logf("ranks still running %v after SIGTERM: killing them", l.cfg.grace)
 			l.signalAll(syscall.SIGKILL)
+		}
+	}
+	// Every rank has exited, but what tells which failed first may not
+	// have been read yet.
+	for w.judging >= 0 {
+		select {
+		case <-w.changed:
+			w.judge(false)
+		case <-w.judgeBy:
+			w.judge(true)
 		}
 	}
 	l.stopServe()
@@ -86,18 +103,27 @@ type waiter struct {
 	firstAt     time.Time // when the first failure was reaped
 	firstSignal bool      // the first failure was a death by signal
 
+	// judging is the first failed rank reaped while its cause is sought
+	// (see judge), or -1; changed and judgeBy are the server's changes
+	// and the end of judgePatience while it is.
+	judging                int
+	changed                <-chan struct{}
+	judgeBy                <-chan struct{}
 	killAt, stopAt, timeUp <-chan struct{}
 }
 
 // stop stops the ranks: SIGTERM now (those on this host), SIGKILL after
-// the grace period. It ends Serve first, so that the ranks it kills in the
-// middle of an exchange are not taken for the cause of a bootstrap
-// failure.
-func (w *waiter) stop() {
+// the grace period. It first tells every rank why (reason), through its
+// bootstrap connection, and only then ends Serve (which closes the
+// connections) and signals the ranks: a rank that sees another die after
+// that could tell it was stopped, and the ranks it kills in the middle
+// of an exchange are not taken for the cause of a bootstrap failure.
+func (w *waiter) stop(reason string) {
 	if w.stopping {
 		return
 	}
 	w.stopping, w.stopped = true, time.Now()
+	w.l.srv.Halt(reason)
 	w.l.stopServe()
 	// Ranks on other hosts end by themselves once their bootstrap
 	// connections close, and their launcher agents then exit with the
@@ -119,17 +145,81 @@ func (w *waiter) exited(e exit) {
 	r := w.l.ranks[e.rank]
 	r.exit = &e
 	switch {
+	case w.judging >= 0:
+		if w.l.cfg.verbose {
+			w.l.logf("%s %s", w.l.name(r), e.how)
+		}
+		w.judge(false)
 	case e.status != 0 && !w.stopping:
-		w.status, w.first = e.status, e.rank
-		w.firstAt, w.firstSignal = e.at, e.signal != 0
-		w.l.logf("%s %s", w.l.name(r), e.how)
-		w.stop()
+		w.judging, w.changed, w.judgeBy = e.rank, w.l.srv.Changed(), after(judgePatience)
+		w.judge(false)
 	case w.suddenDeath(e):
 		w.l.logf("%s %s as rank %d failed: taking it for the first failure",
 			w.l.name(r), e.how, w.first)
 		w.status, w.first, w.firstSignal = e.status, e.rank, true
 	case w.l.cfg.verbose:
 		w.l.logf("%s %s", w.l.name(r), e.how)
+	}
+}
+
+// judgePatience bounds the wait, once a rank has failed, for what tells
+// whether it failed first (see judge).
+const judgePatience = time.Second
+
+// judge decides, if it can, which rank failed first, once a failed rank
+// was reaped (w.judging) and before the job is stopped: the rank that
+// narmarun reaps first need not be the one that failed first. A rank
+// reports to the bootstrap server each peer its transport declares
+// failed, before its program hears of it and exits (package join), so a
+// failed rank that reported a peer failed because of it; following the
+// reports from the rank reaped leads to the one that reported nobody,
+// the first failure, which then decides the exit status and is named to
+// the ranks. judge waits until each rank on the way has been reaped and
+// its bootstrap connection read to the end; with force, or after
+// judgePatience, it decides with what it has. It then stops the job.
+func (w *waiter) judge(force bool) {
+	if w.judging < 0 {
+		return
+	}
+	root, ok := w.rootCause(w.judging, force)
+	if !ok {
+		return
+	}
+	w.judging, w.changed, w.judgeBy = -1, nil, never
+	r := w.l.ranks[root]
+	e := r.exit
+	w.status, w.first = e.status, root
+	w.firstAt, w.firstSignal = e.at, e.signal != 0
+	w.l.logf("%s %s", w.l.name(r), e.how)
+	w.stop(fmt.Sprintf("%s %s", w.l.name(r), e.how))
+}
+
+// rootCause follows the reports of failed peers from failed rank from
+// to the rank that reported none. ok is false while a rank on the way
+// has not been reaped or its connection not read to the end, unless
+// force: the last failed rank reached is then the answer.
+func (w *waiter) rootCause(from int, force bool) (root int, ok bool) {
+	blamed, left, pids := w.l.srv.PeerFailures(), w.l.srv.Departures(), w.l.srv.PIDs()
+	seen := map[int]bool{}
+	root = from
+	for cur := from; ; {
+		seen[cur] = true
+		// A rank that never connected reports nothing.
+		if left[cur].IsZero() && pids[cur] != 0 {
+			return root, force
+		}
+		p := blamed[cur]
+		if p < 0 || p >= len(w.l.ranks) || seen[p] {
+			return cur, true
+		}
+		next := w.l.ranks[p].exit
+		switch {
+		case next == nil:
+			return root, force
+		case next.status == 0:
+			return cur, true // p ended well: cur's error is its own
+		}
+		root, cur = p, p
 	}
 }
 
@@ -204,10 +294,12 @@ func (w *waiter) leftFirst() (*rank, bool) {
 		// Its end was seen late: it ended before narmarun reaped it.
 		firstLeft = w.stopped
 	}
+	// A rank that reported a failed peer failed because of it.
+	blamed := w.l.srv.PeerFailures()
 	var found *rank
 	for _, r := range w.l.ranks {
 		t := left[r.id]
-		if r.id == w.first || t.IsZero() || r.exit == nil || r.exit.status == 0 || !t.Before(firstLeft) {
+		if r.id == w.first || blamed[r.id] >= 0 || t.IsZero() || r.exit == nil || r.exit.status == 0 || !t.Before(firstLeft) {
 			continue
 		}
 		if found == nil || t.Before(left[found.id]) {

@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,10 @@ const (
 	dialBackoff    = 5 * time.Millisecond
 	maxDialBackoff = 200 * time.Millisecond
 )
+
+// errNoPeek is returned where a connection's pending data cannot be
+// looked at without reading it.
+var errNoPeek = errors.New("cannot peek at the connection")
 
 // errJobFailed is wrapped by the errors of a client whose job the server
 // declared failed.
@@ -47,6 +52,13 @@ type Client struct {
 	round    uint32
 	err      error // why the connection is unusable
 	watching bool
+
+	wmu      sync.Mutex   // serializes writes
+	reported map[int]bool // peers reported failed (guarded by wmu)
+
+	// stopped is the reason the server gave for ending the job, once the
+	// watching goroutine has seen it (see Stopped).
+	stopped atomic.Pointer[abortError]
 }
 
 // Dial connects to addr as rank of a job of size ranks, and introduces
@@ -187,7 +199,7 @@ func (c *Client) Exchange(ctx context.Context, data []byte) ([][]byte, error) {
 // exchange does one round.
 func (c *Client) exchange(ctx context.Context, data []byte) ([][]byte, error) {
 	defer c.interruptOn(ctx)()
-	if _, err := c.conn.Write(appendMessage(nil, message{kind: kindData, round: c.round, data: data})); err != nil {
+	if err := c.write(appendMessage(nil, message{kind: kindData, round: c.round, data: data})); err != nil {
 		return nil, c.reasonAfter(err)
 	}
 	all := make([][]byte, c.size)
@@ -206,6 +218,78 @@ func (c *Client) exchange(ctx context.Context, data []byte) ([][]byte, error) {
 		all[r] = m.data
 	}
 	return all, nil
+}
+
+// write writes frame b in one piece.
+func (c *Client) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.conn.Write(b)
+	return err
+}
+
+// PeerFailed tells the server that this rank's transport declared rank
+// peer failed, once per peer. A rank calls it as soon as it learns of the
+// failure, before its program can act on it (and exit): the launcher
+// reads it before it sees the connection end, and takes a rank that
+// exits with an error after such a report for a consequence of the
+// peer's failure, not its cause. It does not wait for an answer; it
+// fails only if the connection does.
+func (c *Client) PeerFailed(peer int) error {
+	if peer < 0 || peer >= c.size || peer == c.rank {
+		return fmt.Errorf("bootstrap: rank %d: peer failed: rank %d is not a peer", c.rank, peer)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.reported[peer] {
+		return nil
+	}
+	if c.reported == nil {
+		c.reported = make(map[int]bool)
+	}
+	c.reported[peer] = true
+	if _, err := c.conn.Write(appendMessage(nil, message{kind: kindFailed, rank: peer})); err != nil {
+		return fmt.Errorf("bootstrap: rank %d: peer failed: %w", c.rank, err)
+	}
+	return nil
+}
+
+// Stopped returns, without waiting, the reason the server gave for ending
+// the job, once it has reached this rank's end of the connection of a
+// watching rank (see [Client.Watch]), whether or not the rank has read it
+// yet; nil before. The server sends its reason to every rank before it
+// closes any connection, and a launcher that stops a job sends it before
+// it signals any rank: a rank that sees a peer fail can tell by Stopped
+// that the peer was stopped with it, and end for the launcher's reason.
+func (c *Client) Stopped() error {
+	// Look at the socket before the reason the watching goroutine
+	// stored: it stores the reason before it reads it from the socket.
+	buf := make([]byte, lenBytes+1+maxText)
+	n, _ := peek(c.conn, buf)
+	if a, ok := decodeReason(buf[:n]); ok {
+		return a
+	}
+	if a := c.stopped.Load(); a != nil {
+		return a
+	}
+	return nil
+}
+
+// decodeReason returns the server's reason for ending the job if b
+// starts with a complete frame carrying it.
+func decodeReason(b []byte) (*abortError, bool) {
+	if len(b) < lenBytes {
+		return nil, false
+	}
+	n := int(binary.LittleEndian.Uint32(b))
+	if n < 1 || len(b)-lenBytes < n {
+		return nil, false
+	}
+	m, err := decodeMessage(b[lenBytes : lenBytes+n])
+	if err != nil || m.kind != kindError {
+		return nil, false
+	}
+	return &abortError{reason: string(m.data)}, true
 }
 
 // reasonAfter returns the server's failure reason if a write failed
@@ -228,7 +312,7 @@ func (c *Client) interruptOn(ctx context.Context) (stop func()) {
 // describe turns err, met during op, into the error a caller sees.
 func (c *Client) describe(ctx context.Context, op string, err error) error {
 	if a, ok := errors.AsType[*abortError](err); ok {
-		return fmt.Errorf("bootstrap: rank %d: %s: %w: %s", c.rank, op, errJobFailed, a.reason)
+		return fmt.Errorf("bootstrap: rank %d: %s: %w", c.rank, op, a)
 	}
 	switch {
 	case c.closed.Load():
@@ -250,8 +334,20 @@ func (c *Client) describe(ctx context.Context, op string, err error) error {
 // between them fails. lost is then called once, with an error saying
 // why: a rank must not outlive its job, and a rank on another host has no
 // other sign that its launcher gave up on it. lost is not called after
-// Close. Once Watch is called, Exchange fails; Watch may be called once.
-func (c *Client) Watch(lost func(error)) error {
+// Close. Once Watch is called, Exchange fails; Watch may be called once
+// (or WatchTold).
+func (c *Client) Watch(lost func(error)) error { return c.WatchTold(nil, lost) }
+
+// WatchTold is Watch, and also calls told, if not nil, as soon as the
+// server's reason for ending the job arrives, with that reason, on the
+// watching goroutine; when told returns, the rank tells the server so.
+// [Server.Halt] waits for that (a second at most) before the launcher
+// closes any connection or signals any rank: a rank that says why it
+// ends in told says it before any other rank can end because the
+// launcher stopped the job, even when its program then reports a peer
+// that was stopped with it. lost is still called when the connection
+// ends.
+func (c *Client) WatchTold(told, lost func(error)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -264,24 +360,94 @@ func (c *Client) Watch(lost func(error)) error {
 	}
 	c.watching = true
 	c.err = fmt.Errorf("bootstrap: rank %d: exchange after Watch: the rounds are over", c.rank)
+	// The server waits for the acknowledgment of its reason only from
+	// a rank that said it watches. If this write fails, so will the
+	// watch.
+	_ = c.write(appendMessage(nil, message{kind: kindWatch}))
 	go func() {
-		// The server sends nothing after the last round but the reason
-		// it ends the job, if it has one.
-		m, err := readMessage(c.r)
-		switch {
-		case err != nil:
-		case m.kind == kindError:
-			err = &abortError{reason: string(m.data)}
-		default:
-			err = malformed("message of kind %q after the last round", m.kind)
-		}
+		err := c.watch(told)
 		c.conn.Close()
 		if c.closed.Load() {
 			return
 		}
-		lost(c.describe(context.Background(), "connection to the launcher", err))
+		lost(err)
 	}()
 	return nil
+}
+
+// endPatience bounds the wait for the server to close the connection
+// once it has said why the job ends.
+const endPatience = 5 * time.Second
+
+// watch waits for the server to end the connection, and returns why, in
+// a sentence that stands alone: the reason the server gave ("the
+// launcher stopped the job: rank 1 (pid 1234) exited with status 3"),
+// or that the launcher is gone. The server gives its reason to every
+// rank before it closes any connection; a rank acts on it only once its
+// own connection closes, so that every rank has it before any of them
+// can see another exit.
+func (c *Client) watch(told func(error)) error {
+	// The server sends nothing after the last round but the reason it
+	// ends the job, if it has one.
+	c.awaitReason()
+	m, err := readMessage(c.r)
+	switch {
+	case err != nil:
+		return c.lostLauncher(err)
+	case m.kind != kindError:
+		return c.lostLauncher(malformed("message of kind %q after the last round", m.kind))
+	}
+	a := &abortError{reason: string(m.data)}
+	c.stopped.Store(a)
+	if told != nil {
+		told(a)
+	}
+	_ = c.write(appendMessage(nil, message{kind: kindTold}))
+	_ = c.conn.SetReadDeadline(time.Now().Add(endPatience))
+	_, _ = io.Copy(io.Discard, c.r) // until the server closes
+	return a
+}
+
+// awaitReason waits, reading nothing, until the server's reason for
+// ending the job has arrived whole, or the connection ends, and stores
+// the reason for Stopped: Stopped, which peeks at the socket, then finds
+// it either there or stored. Where sockets cannot be peeked at, it
+// returns at once.
+func (c *Client) awaitReason() {
+	if c.r.Buffered() > 0 {
+		// Arrived before Watch: it is in the reader's buffer.
+		if b, err := c.r.Peek(c.r.Buffered()); err == nil {
+			if a, ok := decodeReason(b); ok {
+				c.stopped.Store(a)
+			}
+		}
+		return
+	}
+	buf := make([]byte, lenBytes+1+maxText)
+	_ = waitPeek(c.conn, buf, func(n int, eof bool) bool {
+		if a, ok := decodeReason(buf[:n]); ok {
+			c.stopped.Store(a)
+			return true
+		}
+		// Anything else ends the wait too: the read that follows
+		// tells what it is.
+		return eof || n > 0 && !isReasonPrefix(buf[:n])
+	})
+}
+
+// isReasonPrefix reports whether b may be the beginning of a frame
+// carrying the server's reason: its kind, once there, is kindError.
+func isReasonPrefix(b []byte) bool {
+	return len(b) <= lenBytes || kind(b[lenBytes]) == kindError
+}
+
+// lostLauncher describes the end of a watched connection without a
+// reason from the server.
+func (c *Client) lostLauncher(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("the launcher is gone: the server closed the connection (%w)", io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("lost the launcher: its bootstrap connection failed: %w", err)
 }
 
 // Close closes the connection. A rank closes it after its last round (or
@@ -298,6 +464,9 @@ func (c *Client) Close() error {
 }
 
 // abortError carries the reason the server gave for failing the job.
+// The reason is a sentence that stands alone ("the job failed: ...",
+// "the launcher stopped the job: ...").
 type abortError struct{ reason string }
 
-func (e *abortError) Error() string { return "job failed: " + e.reason }
+func (e *abortError) Error() string { return e.reason }
+func (e *abortError) Unwrap() error { return errJobFailed }

@@ -12,13 +12,22 @@
 // Transports use the rounds to swap the names of their segments or
 // addresses; nothing on the data path goes through here.
 //
+// A rank tells the server, with [Client.PeerFailed], of each peer its
+// transport declares failed, before its program hears of it
+// ([Server.PeerFailures]): a launcher tells by these reports the rank
+// that failed first from those that failed because they lost it, when
+// the order in which the ranks' processes end does not tell.
+//
 // After its last round a rank calls [Client.Watch] and keeps its
 // connection open until its process exits. The server therefore sees a
 // rank end when its connection does ([Server.Departures] tells when, for
 // the launcher to find which of several failed ranks failed first), and a
 // rank sees the launcher give up on the job (stop it, or die) when the
 // server's end closes: it must then exit, since a rank started on another
-// host through ssh has no other sign of it.
+// host through ssh has no other sign of it. A launcher that stops the job
+// first gives every rank its reason ([Server.Halt]) and waits until each
+// watching rank has acted on it ([Client.WatchTold]), so that a rank can
+// say it was stopped before it sees any other rank end.
 //
 // # Security
 //
@@ -89,7 +98,18 @@
 //	'D' rank → server  data: round (uint32), blob
 //	'B' server → rank  one rank's blob of a round: round, rank (uint32), blob;
 //	                   size of them, in rank order, make up the answer
-//	'E' server → rank  the job failed: reason (UTF-8 text); the server closes
+//	'E' server → rank  the job ends: the reason, a sentence that stands alone
+//	                   (UTF-8 text: "the job failed: ...", "the launcher
+//	                   stopped the job: ..."); the server closes the
+//	                   connection once every rank has been sent its 'E'
+//	'F' rank → server  a peer failed: rank (uint32), a peer whose failure
+//	                   this rank's transport reported; sent at any time
+//	                   after the hello, and read by the server until the
+//	                   connection ends, even once the job is over
+//	'W' rank → server  watching: the rank has done its last round and will
+//	                   answer an 'E' with a 'T' (no body)
+//	'T' rank → server  told: a watching rank has acted on the server's
+//	                   'E' (no body)
 //
 // All integers are little-endian. A malformed frame (unknown kind, wrong
 // body length, bad magic or version, a length out of bounds) closes the

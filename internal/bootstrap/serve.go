@@ -25,9 +25,12 @@ import (
 // drops while a round is under way (or a round begins after a rank left),
 // or when Close is called. The error of a failed job names the rank at
 // fault; it has a method FaultyRank() int giving that rank (-1 when no
-// rank is to blame). Once ctx has ended, Serve judges nothing more: a
-// launcher that cancels ctx before it kills the ranks gets the context's
-// error, not one blaming a rank it killed. Serve may be called once.
+// rank is to blame). Once ctx has ended, or Halt was called, Serve
+// judges nothing more: a launcher that calls Halt, or cancels ctx,
+// before it kills the ranks gets an error wrapping context.Canceled, not
+// one blaming a rank it killed. Before it returns, Serve reads each
+// rank's reports of failed peers ([Server.PeerFailures]) until the rank
+// closes its end, for a few seconds at most. Serve may be called once.
 func (s *Server) Serve(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
@@ -97,7 +100,7 @@ func (j *job) accept() {
 			j.s.countRefused()
 			continue
 		}
-		p := &peer{conn: conn, rank: -1, slot: -1, authed: j.s.secret == nil}
+		p := &peer{conn: conn, rank: -1, slot: -1, authed: j.s.secret == nil, acked: make(chan struct{})}
 		if !j.s.track(p) {
 			conn.Close()
 			return
@@ -119,14 +122,35 @@ func (j *job) accept() {
 }
 
 // read reports the messages of p until its connection fails or ends.
+// It records a rank's reports of failed peers itself, and keeps reading
+// them after Serve has stopped (see shutdown), until the rank's end of
+// the connection closes: a rank that exits because a peer failed sends
+// its report just before it exits, and the launcher needs it to tell the
+// rank that failed first from those that failed because of it.
 func (j *job) read(p *peer) {
+	defer p.conn.Close()
 	r := bufio.NewReaderSize(p.conn, 64<<10)
+	serving := true
 	for {
 		m, err := readMessage(r)
-		if err != nil {
+		switch {
+		case err != nil:
+			p.ack() // Halt need not wait for it
 			j.s.departed(p)
+		case m.kind == kindFailed:
+			j.s.peerFailed(p, m.rank)
+			continue
+		case m.kind == kindWatch:
+			j.s.watches(p)
+			continue
+		case m.kind == kindTold:
+			p.ack()
+			continue
 		}
-		if !j.report(event{p: p, m: m, err: err}) || err != nil {
+		if serving {
+			serving = j.report(event{p: p, m: m, err: err})
+		}
+		if err != nil {
 			return
 		}
 	}
@@ -149,9 +173,12 @@ func (j *job) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return j.canceled(ctx)
 		case ev := <-j.events:
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || j.s.haltReason() != "" {
 				// Once ctx has ended, events are not judged: a launcher
 				// stopping the job cancels ctx before it kills ranks.
+				// Nor once it has called Halt, just before: a rank may
+				// exit in between, and leave the reason unread (which
+				// resets its connection).
 				return j.canceled(ctx)
 			}
 			finished, err := j.handle(ev)
@@ -162,9 +189,13 @@ func (j *job) run(ctx context.Context) error {
 	}
 }
 
-// canceled returns the error of a job stopped because ctx ended.
+// canceled returns the error of a job stopped because ctx ended (or
+// Halt was called, and ctx is about to end).
 func (j *job) canceled(ctx context.Context) error {
-	return fail(nil, ctx.Err(), "the launcher stopped the job (%v)", ctx.Err())
+	if reason := j.s.haltReason(); reason != "" {
+		return fail(nil, context.Canceled, "%s", reason)
+	}
+	return fail(nil, ctx.Err(), "the launcher stopped the job")
 }
 
 // handle applies one event; finished reports that every rank has left.
@@ -269,34 +300,63 @@ func (j *job) lost(p *peer, err error) (finished bool, _ error) {
 }
 
 // shutdown ends Serve: it stops accepting, tells every rank still
-// connected why the job failed (if err is not nil), closes the
-// connections and waits for the goroutines.
+// connected why the job ended (if err is not nil and Halt has not told
+// it already), and only then closes the connections, so that every rank
+// has the reason before any other rank sees its connection close; then
+// it waits for the goroutines.
 func (j *job) shutdown(err error) {
 	j.s.mu.Lock()
 	j.s.over = true
 	peers := j.s.takePeers()
+	var told []*peer
+	for _, p := range peers {
+		if err != nil && p.authed && !p.told {
+			p.told = true
+			told = append(told, p)
+		}
+	}
 	j.s.mu.Unlock()
 	close(j.done)
 	_ = j.s.closeListener()
 
-	var farewell []byte
-	if err != nil {
-		reason := err.Error()
-		if je, ok := errors.AsType[*jobError](err); ok {
-			reason = je.reason
-		}
-		farewell = appendMessage(nil, errorMessage(reason))
+	if len(told) > 0 {
+		tell(told, appendMessage(nil, errorMessage(farewell(err))))
 	}
 	for _, p := range peers {
-		if farewell == nil || !p.authed {
-			p.conn.Close()
-			continue
-		}
-		_ = p.conn.SetWriteDeadline(time.Now().Add(farewellTimeout))
-		j.wg.Go(func() {
-			_ = p.write(farewell)
-			p.conn.Close()
-		})
+		j.hangUp(p)
 	}
 	j.wg.Wait()
+}
+
+// drainPatience bounds how long, once Serve has ended, the server still
+// reads a rank's connection for its last reports of failed peers.
+const drainPatience = 2 * time.Second
+
+// hangUp ends the server's side of p's connection: a rank's watching
+// end sees it close, but its reader goes on until the rank's own end
+// closes (for drainPatience at most), so that what the rank sent before
+// it exited is read; any other connection is closed.
+func (j *job) hangUp(p *peer) {
+	cw, ok := p.conn.(interface{ CloseWrite() error })
+	if p.rank < 0 || !ok {
+		p.conn.Close()
+		return
+	}
+	_ = p.conn.SetReadDeadline(time.Now().Add(drainPatience))
+	if cw.CloseWrite() != nil {
+		p.conn.Close()
+	}
+}
+
+// farewell returns what the ranks are told when Serve fails with err: a
+// sentence that stands alone in a rank's message.
+func farewell(err error) string {
+	je, ok := errors.AsType[*jobError](err)
+	switch {
+	case !ok:
+		return "the job failed: " + err.Error()
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return je.reason // "the launcher stopped the job..."
+	}
+	return "the job failed: " + je.reason
 }

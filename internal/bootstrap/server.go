@@ -35,6 +35,9 @@ type Server struct {
 	mu      sync.Mutex
 	pids    []int
 	ended   []time.Time        // when each rank's connection ended, see Departures
+	halted  string             // the reason Halt gave the ranks, if it was called
+	blamed  []int              // the first peer each rank reported failed, or -1
+	changed chan struct{}      // a departure or a report was recorded, see Changed
 	peers   map[*peer]struct{} // open connections
 	refused int                // connections refused: another user, no secret
 	closed  bool               // Close was called
@@ -101,14 +104,16 @@ func checkSize(size int) error {
 
 func newServer(ln net.Listener, size int, path string, secret []byte, addr string) *Server {
 	return &Server{
-		ln:     ln,
-		path:   path,
-		secret: secret,
-		addr:   addr,
-		size:   size,
-		pids:   make([]int, size),
-		ended:  make([]time.Time, size),
-		peers:  make(map[*peer]struct{}),
+		ln:      ln,
+		path:    path,
+		secret:  secret,
+		addr:    addr,
+		size:    size,
+		pids:    make([]int, size),
+		ended:   make([]time.Time, size),
+		blamed:  slices.Repeat([]int{-1}, size),
+		changed: make(chan struct{}, 1),
+		peers:   make(map[*peer]struct{}),
 	}
 }
 
@@ -136,6 +141,130 @@ func (s *Server) Departures() []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.ended)
+}
+
+// PeerFailures returns, indexed by rank, the peer whose failure each
+// rank reported first ([Client.PeerFailed]), or -1 for a rank that
+// reported none. A rank reports a peer when its transport declares that
+// peer failed, before its program hears of it: a rank that exits with an
+// error after it reported a peer most likely failed because that peer
+// did, while the rank that failed first reported nobody. The server reads
+// a rank's reports until the rank's end of its connection closes, even
+// after Serve has returned (for a few seconds at most): once
+// [Server.Departures] has a time for a rank, its reports are all here.
+func (s *Server) PeerFailures() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.blamed)
+}
+
+// Changed returns a channel that receives a value after the server
+// records a rank's departure or report of a failed peer (one value for
+// several if nobody received in between): a launcher waiting for either
+// looks at Departures and PeerFailures again when it does.
+func (s *Server) Changed() <-chan struct{} { return s.changed }
+
+// kick tells the receiver of Changed, if it is not told already.
+func (s *Server) kick() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// peerFailed records that p's rank reported that peer failed, if it is
+// the first peer it reported.
+func (s *Server) peerFailed(p *peer, failed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.slot < 0 || failed >= s.size || failed == p.slot || s.blamed[p.slot] >= 0 {
+		return
+	}
+	s.blamed[p.slot] = failed
+	s.kick()
+}
+
+// Halt tells every rank connected that the launcher stops the job, with
+// reason (such as "rank 1 (pid 1234) exited with status 3"; "" for
+// none). A launcher calls it before it stops the ranks, then cancels
+// Serve, which closes the connections. Halt returns once every rank has
+// the reason in its socket buffer (or a write timed out), and every
+// watching rank has acted on it (see [Client.Watch]; a second at most):
+// before any
+// connection is closed and before a launcher that waits for Halt kills
+// any rank, so that a rank that then sees a peer die can tell that it
+// was stopped ([Client.Stopped]). A watching rank acts on the reason only when its own
+// connection closes (see [Client.Watch]). Only the first call counts.
+func (s *Server) Halt(reason string) {
+	msg := "the launcher stopped the job"
+	if reason != "" {
+		msg += ": " + reason
+	}
+	s.mu.Lock()
+	if s.halted != "" || s.closed || s.over {
+		s.mu.Unlock()
+		return
+	}
+	s.halted = msg
+	var told, watching []*peer
+	for p := range s.peers {
+		if p.authed && !p.told {
+			p.told = true
+			told = append(told, p)
+			if p.watching {
+				watching = append(watching, p)
+			}
+		}
+	}
+	s.mu.Unlock()
+	tell(told, appendMessage(nil, errorMessage(msg)))
+	awaitAcks(watching)
+}
+
+// haltPatience bounds Halt's wait for the watching ranks to act on its
+// reason.
+const haltPatience = time.Second
+
+// awaitAcks waits until every peer has acted on the reason it was told
+// (or its connection ended), for haltPatience at most.
+func awaitAcks(peers []*peer) {
+	t := time.NewTimer(haltPatience)
+	defer t.Stop()
+	for _, p := range peers {
+		select {
+		case <-p.acked:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// watches records that p's rank will acknowledge the reason the job
+// ends.
+func (s *Server) watches(p *peer) {
+	s.mu.Lock()
+	p.watching = true
+	s.mu.Unlock()
+}
+
+// haltReason returns what Halt told the ranks, or "".
+func (s *Server) haltReason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.halted
+}
+
+// tell writes farewell to every peer, each within farewellTimeout, at
+// once, and returns when all writes are done.
+func tell(peers []*peer, farewell []byte) {
+	var wg sync.WaitGroup
+	for _, p := range peers {
+		wg.Go(func() {
+			_ = p.conn.SetWriteDeadline(time.Now().Add(farewellTimeout))
+			_ = p.write(farewell)
+		})
+	}
+	wg.Wait()
 }
 
 // Refused returns the number of connections refused so far: over TCP
@@ -254,6 +383,7 @@ func (s *Server) departed(p *peer) {
 	defer s.mu.Unlock()
 	if p.slot >= 0 && s.ended[p.slot].IsZero() {
 		s.ended[p.slot] = time.Now()
+		s.kick()
 	}
 }
 
@@ -284,7 +414,16 @@ type peer struct {
 	// connection over TCP is not until it proved it holds the secret).
 	slot   int
 	authed bool
+	told   bool // was sent the reason the job ends (guarded by mu)
+	// watching tells that the rank will acknowledge the reason (guarded
+	// by mu); acked is closed when it has, or its connection ended.
+	watching bool
+	acked    chan struct{}
+	ackOnce  sync.Once
 }
+
+// ack records that p acted on the reason the job ends, or can no longer.
+func (p *peer) ack() { p.ackOnce.Do(func() { close(p.acked) }) }
 
 // write writes b to p in one piece.
 func (p *peer) write(b []byte) error {

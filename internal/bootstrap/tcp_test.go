@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -176,8 +177,8 @@ func TestLocalAddr(t *testing.T) {
 // watched is a rank's client after its last round, with what Watch
 // reported.
 type watched struct {
-	c    *Client
-	lost chan error
+	c          *Client
+	told, lost chan error
 }
 
 // watchAll dials every rank of j, runs one round and has each Watch.
@@ -195,8 +196,8 @@ func watchAll(t *testing.T, j *testJob) []watched {
 	}
 	w := make([]watched, j.size)
 	for r, c := range clients {
-		w[r] = watched{c, make(chan error, 1)}
-		if err := c.Watch(func(err error) { w[r].lost <- err }); err != nil {
+		w[r] = watched{c, make(chan error, 1), make(chan error, 1)}
+		if err := c.WatchTold(func(err error) { w[r].told <- err }, func(err error) { w[r].lost <- err }); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
@@ -262,7 +263,7 @@ func TestWatch(t *testing.T) {
 			w[0].notLost(t)
 			// The server goes away, as with a launcher killed.
 			srv.Close()
-			w[0].lostWith(t, "rank 0: connection to the launcher: the server closed the connection")
+			w[0].lostWith(t, "the launcher is gone: the server closed the connection")
 			w[1].notLost(t)
 		})
 	}
@@ -340,4 +341,172 @@ func TestWatchEndsWell(t *testing.T) {
 		wg.Go(func() { x.notLost(t) })
 	}
 	wg.Wait()
+}
+
+// TestHalt: Halt gives every watching rank the launcher's reason, and a
+// rank acts on it only once its connection closes (when Serve ends), so
+// that every rank has it before any other can exit; the rank's error is
+// that one sentence, without prefixes, and wraps errJobFailed.
+func TestHalt(t *testing.T) {
+	for _, network := range networks {
+		t.Run(network, func(t *testing.T) {
+			var srv *Server
+			var err error
+			if network == "tcp" {
+				srv, err = ListenTCP("127.0.0.1:0", 2, testSecret)
+			} else {
+				srv, err = Listen(t.TempDir()+"/s", 2)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			serveCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(serveCtx) }()
+			j := &testJob{srv: srv, addr: srv.Addr(), size: 2, serve: served}
+			if network == "tcp" {
+				j.secret = testSecret
+			}
+			w := watchAll(t, j)
+			for r := range 2 {
+				if err := w[r].c.Stopped(); err != nil {
+					t.Errorf("rank %d: Stopped before Halt: %v", r, err)
+				}
+			}
+			waitWatching(t, srv, 2)
+			srv.Halt("rank 7 (pid 1234) exited with status 3")
+			// Halt returns once every watching rank has acted on the
+			// reason (told has returned); Stopped has it too.
+			for r := range 2 {
+				const want = "the launcher stopped the job: rank 7 (pid 1234) exited with status 3"
+				select {
+				case err := <-w[r].told:
+					if err == nil || err.Error() != want {
+						t.Errorf("rank %d: told %v, want %q", r, err, want)
+					}
+				default:
+					t.Errorf("rank %d: Halt returned before the rank was told", r)
+				}
+				if err := w[r].c.Stopped(); err == nil || err.Error() != want {
+					t.Errorf("rank %d: Stopped after Halt: %v", r, err)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			w[0].notLost(t) // told, but its connection is still open
+			w[1].notLost(t)
+			cancel()
+			const want = "the launcher stopped the job: rank 7 (pid 1234) exited with status 3"
+			for r := range 2 {
+				select {
+				case err := <-w[r].lost:
+					if err == nil || err.Error() != want || !errors.Is(err, errJobFailed) {
+						t.Errorf("rank %d: Watch reported %v, want %q wrapping errJobFailed", r, err, want)
+					}
+				case <-time.After(patience):
+					t.Fatalf("rank %d: Watch did not report", r)
+				}
+			}
+			if err := <-served; !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), want) {
+				t.Errorf("Serve: %v, want context.Canceled and the reason", err)
+			}
+		})
+	}
+}
+
+// TestPeerFailures: the server records the first peer each rank reports
+// failed, and reads a rank's reports until the rank closes its end, even
+// after Serve has ended: a rank that exits because a peer failed
+// reports it just before it exits, perhaps once the launcher has begun
+// to stop the job.
+func TestPeerFailures(t *testing.T) {
+	for _, network := range networks {
+		t.Run(network, func(t *testing.T) {
+			j := startJobOn(t, network, 3)
+			w := watchAll(t, j)
+			if err := w[2].c.PeerFailed(1); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []int{1, 0} { // later reports do not count
+				if err := w[2].c.PeerFailed(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range []int{-1, 2, 3} {
+				if err := w[2].c.PeerFailed(p); err == nil {
+					t.Errorf("PeerFailed(%d) of rank 2 of 3 succeeded", p)
+				}
+			}
+			w[2].c.Close()
+			waitFor(t, j.srv, func() bool { return !j.srv.Departures()[2].IsZero() })
+			if got := j.srv.PeerFailures(); !slices.Equal(got, []int{-1, -1, 1}) {
+				t.Errorf("PeerFailures %v, want [-1 -1 1]", got)
+			}
+		})
+	}
+	t.Run("after Serve", func(t *testing.T) {
+		j := startJobOn(t, "unix", 2)
+		// Rank 1 is a raw connection, to write after it saw the end.
+		c0, err := Dial(testCtx(t), j.addr, 0, 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c0.Close()
+		raw := rawHello(t, j, 1, 2)
+		if m, err := readMessage(raw); err != nil || m.kind != kindAccept {
+			t.Fatalf("hello answered with %v, %v", m, err)
+		}
+		j.srv.Halt("stopped")
+		c0.Close() // ends Serve: rank 0 left after Halt
+		// Once Serve has ended, rank 1's connection is closed for
+		// writing, but what rank 1 sends is still read.
+		if _, err := io.Copy(io.Discard, raw); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Write(appendMessage(nil, message{kind: kindFailed, rank: 0})); err != nil {
+			t.Fatal(err)
+		}
+		raw.Close()
+		waitFor(t, j.srv, func() bool { return j.srv.PeerFailures()[1] == 0 })
+		if err := j.wait(t); !errors.Is(err, context.Canceled) {
+			t.Errorf("Serve: %v, want the launcher's stop", err)
+		}
+	})
+}
+
+// waitFor waits until ok, looking again whenever srv records a change.
+func waitFor(t *testing.T, srv *Server, ok func() bool) {
+	t.Helper()
+	timeout := time.After(patience)
+	for !ok() {
+		select {
+		case <-srv.Changed():
+		case <-timeout:
+			t.Fatal("the server did not record it")
+		}
+	}
+}
+
+// waitWatching waits until the server has read that n ranks watch.
+func waitWatching(t *testing.T, srv *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		srv.mu.Lock()
+		k := 0
+		for p := range srv.peers {
+			if p.watching {
+				k++
+			}
+		}
+		srv.mu.Unlock()
+		if k == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ranks watch, want %d", k, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -33,11 +33,15 @@ const (
 	kindData   kind = 'D'
 	kindBlob   kind = 'B'
 	kindError  kind = 'E'
+	kindFailed kind = 'F'
+	kindWatch  kind = 'W'
+	kindTold   kind = 'T'
 )
 
 // message is one decoded frame. Which fields count depends on kind:
 // hello uses rank, size and pid; data uses round and data; blob uses
-// round, rank and data; error uses data as the reason.
+// round, rank and data; error uses data as the reason; failed uses rank
+// as the peer that failed.
 type message struct {
 	kind            kind
 	rank, size, pid int
@@ -66,7 +70,7 @@ func appendMessage(b []byte, m message) []byte {
 		b = binary.LittleEndian.AppendUint32(b, uint32(m.rank))
 		b = binary.LittleEndian.AppendUint32(b, uint32(m.size))
 		b = binary.LittleEndian.AppendUint32(b, uint32(m.pid))
-	case kindAccept:
+	case kindAccept, kindWatch, kindTold:
 	case kindData:
 		b = binary.LittleEndian.AppendUint32(b, m.round)
 		b = append(b, m.data...)
@@ -76,6 +80,8 @@ func appendMessage(b []byte, m message) []byte {
 		b = append(b, m.data...)
 	case kindError:
 		b = append(b, m.data...)
+	case kindFailed:
+		b = binary.LittleEndian.AppendUint32(b, uint32(m.rank))
 	default:
 		panic(fmt.Sprintf("bootstrap: encoding message of unknown kind %q", m.kind))
 	}
@@ -136,9 +142,9 @@ func decodeMessage(buf []byte) (message, error) {
 			return message{}, malformed("pid %d not in [1, %d]", pid, math.MaxInt32)
 		}
 		m.rank, m.size, m.pid = int(rank), int(size), int(pid)
-	case kindAccept:
+	case kindAccept, kindWatch, kindTold:
 		if len(body) != 0 {
-			return message{}, malformed("accept with a body of %d bytes", len(body))
+			return message{}, malformed("message of kind %q with a body of %d bytes", m.kind, len(body))
 		}
 	case kindData:
 		if len(body) < 4 || len(body)-4 > maxBlob {
@@ -159,6 +165,15 @@ func decodeMessage(buf []byte) (message, error) {
 			return message{}, malformed("failure reason of %d bytes, not UTF-8 text of at most %d", len(body), maxText)
 		}
 		m.data = body
+	case kindFailed:
+		if len(body) != 4 {
+			return message{}, malformed("peer failure of %d bytes, want 4", len(body))
+		}
+		rank := u32(0)
+		if rank >= maxSize {
+			return message{}, malformed("failure of rank %d, not below %d", rank, maxSize)
+		}
+		m.rank = int(rank)
 	default:
 		return message{}, malformed("unknown kind 0x%02x", buf[0])
 	}

@@ -44,7 +44,10 @@ type Job struct {
 	// bootstrap), so that no message reaches a rank before its handlers:
 	// the tcp transport drops what arrives without a handler. When it
 	// fails it closes the bootstrap connection; when it succeeds it
-	// leaves it open and watched (see below).
+	// leaves it open and watched (see below). In a launched job it also
+	// makes the rank tell the launcher of the peers its transport
+	// declares failed (see reportFailures), so it is set even for a
+	// transport that needs no last round.
 	Ready func(ctx context.Context) error
 	// Finish, when not nil, must be called when the rank leaves the job,
 	// after its last communication: the rank that serves the job's
@@ -59,10 +62,13 @@ type Job struct {
 }
 
 // lost is what a rank does when its bootstrap connection ends while it
-// runs: print why on stderr and exit with status 1. Tests replace it.
-var lost = func(env bootstrap.Env, err error) {
+// runs, once it has said why (see say): exit with status 1. Tests
+// replace it.
+var lost = func(env bootstrap.Env, err error) { os.Exit(1) }
+
+// say prints why the rank gives up its job on stderr. Tests replace it.
+var say = func(env bootstrap.Env, err error) {
 	fmt.Fprintf(os.Stderr, "narma: rank %d of %d: exiting: %v\n", env.Rank, env.Size, err)
-	os.Exit(1)
 }
 
 // watch hands the bootstrap connection of the rank env describes, its
@@ -71,9 +77,32 @@ var lost = func(env bootstrap.Env, err error) {
 // job, or died, when the launcher's end closes. A rank whose launcher
 // gave up on it must not run on: over a remote-start agent such as ssh it
 // has no other sign of it (killing ssh does not kill the remote command).
-func watch(client *bootstrap.Client, env bootstrap.Env) {
-	f := lost // read once: the test that replaces it restores it later
-	_ = client.Watch(func(err error) { f(env, err) })
+//
+// The rank says why as soon as the launcher's reason arrives, before it
+// acknowledges it: the launcher waits for that before it closes any
+// connection or signals any rank, so that the rank says that it was
+// stopped before it can see another rank end, whatever its program
+// then reports.
+func watch(client *bootstrap.Client, env bootstrap.Env, g *giveUp) {
+	_ = client.WatchTold(func(err error) { g.say(env, err) }, func(err error) { g.do(env, err) })
+}
+
+// giveUp is what a rank does when it gives up its job: say why, once,
+// and exit, once. Its bootstrap connection ended, or a peer was stopped
+// with it (see reportFailures): both may happen at once, and the first
+// exits.
+type giveUp struct {
+	said, once sync.Once
+	lost, sayf func(bootstrap.Env, error) // lost and say, read when the rank joined
+}
+
+func (g *giveUp) say(env bootstrap.Env, err error) { g.said.Do(func() { g.sayf(env, err) }) }
+
+func (g *giveUp) do(env bootstrap.Env, err error) {
+	g.once.Do(func() {
+		g.say(env, err)
+		g.lost(env, err)
+	})
 }
 
 // Join returns this process's endpoint in the job its environment
@@ -158,20 +187,62 @@ func launched(ctx context.Context, env bootstrap.Env) (*Job, error) {
 		return nil, err
 	}
 	j := &Job{Endpoint: jd.Endpoint, Transport: jd.Name, boot: jd.Boot}
-	switch {
-	case jd.Boot == nil:
-	case jd.Ready == nil:
-		watch(jd.Boot, env)
-	default:
-		j.Ready = func(ctx context.Context) error {
-			if err := jd.Ready(ctx); err != nil {
-				return err
-			}
-			watch(jd.Boot, env)
+	if jd.Boot == nil {
+		return j, nil
+	}
+	// lost and say are read once: the test that replaces them restores
+	// them later.
+	g := &giveUp{lost: lost, sayf: say}
+	if jd.Ready == nil {
+		watch(jd.Boot, env, g)
+	}
+	j.Ready = func(ctx context.Context) error {
+		reportFailures(jd.Endpoint, jd.Boot, env, g)
+		if jd.Ready == nil {
 			return nil
 		}
+		if err := jd.Ready(ctx); err != nil {
+			return err
+		}
+		watch(jd.Boot, env, g)
+		return nil
 	}
 	return j, nil
+}
+
+// failureSource is an endpoint that tells which failure handler is
+// installed (transport.Handlers does).
+type failureSource interface {
+	Failure() transport.FailureHandler
+}
+
+// reportFailures puts, in front of the failure handler installed on ep
+// (the engine's), one that first looks at what the launcher said. If the
+// launcher has already sent its reason for stopping the job, the peer
+// failed because it was stopped: the rank exits at once for the
+// launcher's reason, as it would when its own connection closes, rather
+// than let its program report the peer's failure. Otherwise it tells
+// the launcher, through the bootstrap, which peer failed, before the
+// program hears of it: a rank that then exits with an error is taken
+// for a consequence of that peer's failure, not its cause (the order in
+// which the launcher sees the ranks end need not be the order in which
+// they failed).
+func reportFailures(ep transport.Endpoint, boot *bootstrap.Client, env bootstrap.Env, g *giveUp) {
+	fs, ok := ep.(failureSource)
+	if !ok {
+		return
+	}
+	next := fs.Failure()
+	ep.SetFailureHandler(func(peer int, err error) {
+		if reason := boot.Stopped(); reason != nil {
+			g.do(env, reason)
+			return
+		}
+		_ = boot.PeerFailed(peer) // if it fails, the launcher has only the order of the exits
+		if next != nil {
+			next(peer, err)
+		}
+	})
 }
 
 // singleton makes a job of one rank over the in-process transport.

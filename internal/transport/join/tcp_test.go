@@ -28,9 +28,10 @@ func tcpEnv(r, n int, addr string, secret []byte) bootstrap.Env {
 func catchLost(t *testing.T, n int) <-chan string {
 	t.Helper()
 	c := make(chan string, n)
-	prev := lost
+	prev, prevSay := lost, say
 	lost = func(env bootstrap.Env, err error) { c <- fmt.Sprintf("rank %d: %v", env.Rank, err) }
-	t.Cleanup(func() { lost = prev })
+	say = func(bootstrap.Env, error) {}
+	t.Cleanup(func() { lost, say = prev, prevSay })
 	return c
 }
 
