@@ -26,6 +26,7 @@ type testJob struct {
 	secret []byte // job secret, over TCP
 	size   int
 	serve  chan error // Serve's result
+	cancel func()     // ends Serve's context
 }
 
 // networks are those a server listens on.
@@ -58,6 +59,7 @@ func startJobOn(t *testing.T, network string, size int) *testJob {
 	}
 	j.srv, j.addr = srv, srv.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
+	j.cancel = cancel
 	go func() { j.serve <- srv.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()

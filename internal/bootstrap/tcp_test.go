@@ -275,25 +275,8 @@ func TestWatch(t *testing.T) {
 func TestWatchJobStopped(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
-			var srv *Server
-			var err error
-			if network == "tcp" {
-				srv, err = ListenTCP("127.0.0.1:0", 3, testSecret)
-			} else {
-				srv, err = Listen(t.TempDir()+"/s", 3)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			serveCtx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(serveCtx) }()
-			j := &testJob{srv: srv, addr: srv.Addr(), size: 3, serve: served}
-			if network == "tcp" {
-				j.secret = testSecret
-			}
+			j := startJobOn(t, network, 3)
+			srv, served, cancel := j.srv, j.serve, j.cancel
 			w := watchAll(t, j)
 			// Rank 2 ends first (its process exits), then the launcher
 			// stops the others.
@@ -350,25 +333,8 @@ func TestWatchEndsWell(t *testing.T) {
 func TestHalt(t *testing.T) {
 	for _, network := range networks {
 		t.Run(network, func(t *testing.T) {
-			var srv *Server
-			var err error
-			if network == "tcp" {
-				srv, err = ListenTCP("127.0.0.1:0", 2, testSecret)
-			} else {
-				srv, err = Listen(t.TempDir()+"/s", 2)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			serveCtx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(serveCtx) }()
-			j := &testJob{srv: srv, addr: srv.Addr(), size: 2, serve: served}
-			if network == "tcp" {
-				j.secret = testSecret
-			}
+			j := startJobOn(t, network, 2)
+			srv, served, cancel := j.srv, j.serve, j.cancel
 			w := watchAll(t, j)
 			for r := range 2 {
 				if err := w[r].c.Stopped(); err != nil {
