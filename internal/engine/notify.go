@@ -133,13 +133,12 @@ func (w *Win) checkNotice(name string, n *transport.Notice, target int) error {
 			return opErr(name, w.c.rank, ErrInvalidNotification, "signal operation %d", n.Op())
 		}
 		// The offset is the program's displacement times the target's
-		// unit (see prepare): name both.
-		disp := n.Offset() / uint64(w.units[target])
+		// unit (see prepare): the errors name both.
 		if n.Offset()+8 > uint64(w.sizes[target]) || n.Offset() > uint64(w.sizes[target]) {
-			return opErr(name, w.c.rank, ErrBounds, "signal displacement %d (byte %d) outside window of %d bytes at rank %d", disp, n.Offset(), w.sizes[target], target)
+			return opErr(name, w.c.rank, ErrBounds, "signal displacement %d (byte %d) outside window of %d bytes at rank %d", n.Offset()/uint64(w.units[target]), n.Offset(), w.sizes[target], target)
 		}
 		if n.Offset()%8 != 0 {
-			return opErr(name, w.c.rank, ErrAlign, "signal displacement %d (byte %d) is not 8-byte aligned", disp, n.Offset())
+			return opErr(name, w.c.rank, ErrAlign, "signal displacement %d (byte %d) is not 8-byte aligned", n.Offset()/uint64(w.units[target]), n.Offset())
 		}
 	default:
 		return opErr(name, w.c.rank, ErrInvalidNotification, "notice kind %d", n.Kind())
