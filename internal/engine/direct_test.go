@@ -21,18 +21,21 @@ type racingPoller struct {
 
 func (p *racingPoller) Poll() bool { return p.PollNotices(nil) }
 
-func (p *racingPoller) PollNotices(h transport.NoticeHandler) bool {
+func (p *racingPoller) PollNotices(t transport.NoticeTaker) bool {
 	did := len(p.bg)+len(p.polled) > 0
 	for _, src := range p.bg {
 		p.c.handleNotice(src, p.key, transport.TagNotice(transport.NoticeTag, 7))
 	}
-	if h == nil {
-		h = p.c.handleNotice
+	p.bg = nil
+	for len(p.polled) > 0 {
+		src := p.polled[0]
+		p.polled = p.polled[1:]
+		if t == nil {
+			p.c.handleNotice(src, p.key, transport.TagNotice(transport.NoticeTag, 7))
+		} else if t(src, p.key, transport.TagNotice(transport.NoticeTag, 7)) {
+			break // as a transport does: the rest waits for the next poll
+		}
 	}
-	for _, src := range p.polled {
-		h(src, p.key, transport.TagNotice(transport.NoticeTag, 7))
-	}
-	p.bg, p.polled = nil, nil
 	return did
 }
 
@@ -99,5 +102,71 @@ func TestDirectNoticesKeepArrivalOrder(t *testing.T) {
 	}
 	if err := r.Free(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDirectTakeStopsAtCount: the taker a request gives PollNotices
+// reports done once the request has its count of matches, and not
+// before, so that the transport leaves later notices for later polls.
+func TestDirectTakeStopsAtCount(t *testing.T) {
+	cs := newComms(t, 3)
+	ws := make([]*Win, 3)
+	runOK(t, cs, func(ctx context.Context, c *Comm) error {
+		w, err := c.Allocate(ctx, 64, WinOptions{})
+		ws[c.rank] = w
+		return err
+	})
+	c, w := cs[0], ws[0]
+	p := &racingPoller{c: c, key: w.key}
+	c.poller = p
+	defer func() { c.poller = nil }()
+
+	for _, tc := range []struct {
+		src, count int
+		polled     []int
+		wantSrc    int
+		left       int // notices the poll must leave to the transport
+	}{
+		{AnySource, 2, []int{1, 2, 1}, 2, 1},
+		{2, 1, []int{1, 2, 1, 2}, 2, 2}, // rank 1's notice goes to the queue on the way
+		{1, 3, []int{1, 1, 1}, 1, 0},
+	} {
+		r, err := w.NotifyInit(tc.src, 7, tc.count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.polled = tc.polled
+		st, done, err := r.Test()
+		if err != nil || !done {
+			t.Fatalf("%+v: Test: done=%v err=%v", tc, done, err)
+		}
+		if st.Source != tc.wantSrc {
+			t.Errorf("%+v: matched source %d", tc, st.Source)
+		}
+		if len(p.polled) != tc.left {
+			t.Errorf("%+v: the poll left %d notices to the transport, want %d", tc, len(p.polled), tc.left)
+		}
+		if err := r.Free(); err != nil {
+			t.Fatal(err)
+		}
+		// Take what is left, so that the next case starts empty.
+		drain, err := w.NotifyInit(AnySource, AnyTag, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if err := drain.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if _, done, _ := drain.Test(); !done {
+				break
+			}
+		}
+		if err := drain.Free(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -79,25 +79,27 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 	c.wake()
 }
 
-// takeNotice is the notice handler testNotify gives the transport's
+// takeNotice is the notice taker testNotify gives the transport's
 // PollNotices, which runs it on the calling goroutine, the window's
 // owner: a tag notice for this window goes straight to the request being
 // tested (w.directReq) if it matches, else into the queue; anything else
 // takes the usual way. Notices that background delivery left in the
-// inbox are older and go first.
-func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) {
+// inbox are older and go first. It reports done once the request has its
+// count of matches, so that the poll leaves later notices where they are.
+func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) (done bool) {
 	r := w.directReq
 	if key != w.key || n.Kind() != transport.NoticeTag || n.Tag() < 0 || r == nil || w.freed {
 		w.c.handleNotice(src, key, n)
-		return
+		return false
 	}
 	w.inbox.drainFor(&w.mq, r)
 	if r.matched < r.count && (r.src == AnySource || r.src == int32(src)) && (r.tag == AnyTag || r.tag == n.Tag()) {
 		r.matched++
 		r.st = Status{Source: src, Tag: int(n.Tag())}
-		return
+		return r.matched == r.count
 	}
 	w.mq.Push(int32(src), n.Tag())
+	return r.matched == r.count
 }
 
 // publishKeys rebuilds the key-to-window map that handleNotice reads

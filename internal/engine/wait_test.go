@@ -89,7 +89,7 @@ func (p *scriptedPoller) Poll() bool {
 	return p.always || p.arrivals[p.polls]
 }
 
-func (p *scriptedPoller) PollNotices(transport.NoticeHandler) bool { return p.Poll() }
+func (p *scriptedPoller) PollNotices(transport.NoticeTaker) bool { return p.Poll() }
 
 func (p *scriptedPoller) Yield() {
 	if p.yields == 0 {

@@ -153,7 +153,7 @@ type Win struct {
 	// Notified Access, target side (notify.go).
 	inbox      inbox                      // tag notices not yet matched
 	mq         match.Queue                // tag notices drained from the inbox; the owner's only
-	direct     transport.NoticeHandler    // w.takeNotice, made once: the handler of PollNotices
+	direct     transport.NoticeTaker      // w.takeNotice, made once: the taker of PollNotices
 	directReq  *Request                   // the request testNotify polls for; the owner's only
 	counters   atomic.Pointer[counterSet] // notification counters
 	ncounters  []int                      // number of counters of each rank

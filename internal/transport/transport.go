@@ -212,6 +212,13 @@ type Placer interface {
 // same rules as for AMHandler apply.
 type NoticeHandler func(src int, key Key, n Notice)
 
+// NoticeTaker takes the notices that a Poller's PollNotices finds, on the
+// polling goroutine, in the order a NoticeHandler would get them. It
+// reports whether the caller now has what it polls for: PollNotices then
+// returns without looking further, and what arrived after that notice
+// waits for the next poll.
+type NoticeTaker func(src int, key Key, n Notice) (done bool)
+
 // FailureHandler is told that a peer failed; err says why.
 type FailureHandler func(peer int, err error)
 
@@ -364,15 +371,20 @@ type Poller interface {
 	// whether it ran any: a caller that needs every handler run polls
 	// until Poll reports false. (A transport may stop where going on
 	// would cost the caller, who may be waiting for what it handled
-	// already, a wait for memory another core is writing.) If another
+	// already, a wait for memory another core is writing, or after a few
+	// notices, so that a stream that keeps coming does not keep the
+	// caller from looking at what it waits for.) If another
 	// goroutine is draining, it waits for that one to finish (handlers
 	// never block, so this is short). It must not be called from a
 	// handler.
 	Poll() bool
 	// PollNotices is Poll, except that the notices it finds are given to
-	// h instead of the installed notice handler (a waiter that can use
-	// them at once takes them without a detour through shared state).
-	PollNotices(h NoticeHandler) bool
+	// t instead of the installed notice handler (a waiter that can use
+	// them at once takes them without a detour through shared state),
+	// and that it stops after a notice for which t reports done: a
+	// waiter whose notice came is not kept polling by those that follow
+	// it in a stream. A nil t makes it Poll.
+	PollNotices(t NoticeTaker) bool
 	// Yield gives the processor for a moment to other goroutines of
 	// this process that are ranks of the job, and to other threads of any
 	// process (sched_yield): ranks that are processes may share cores.

@@ -444,20 +444,21 @@ func (e *Endpoint) SetNoticeHandler(f transport.NoticeHandler) {
 // localNotice is the local endpoint's notice handler.
 func (e *Endpoint) localNotice(src int, key transport.Key, n transport.Notice) {
 	if h := e.Notice(); h != nil {
-		e.translateLocal(h, src, key, n)
+		if g, k, ok := e.fromLocal(src, key); ok {
+			h(g, k, n)
+		}
 	}
 }
 
-// translateLocal gives h a notice of the local endpoint, with its global
-// source and hybrid key.
-func (e *Endpoint) translateLocal(h transport.NoticeHandler, src int, key transport.Key, n transport.Notice) {
+// fromLocal translates the source and key of a notice of the local
+// endpoint; it reports false for a notice to drop.
+func (e *Endpoint) fromLocal(src int, key transport.Key) (int, transport.Key, bool) {
 	g, ok := e.global(src)
 	if !ok {
-		return
+		return 0, 0, false
 	}
-	if k, ok := e.keys.Load().fromLocal[key]; ok {
-		h(g, k, n)
-	}
+	k, ok := e.keys.Load().fromLocal[key]
+	return g, k, ok
 }
 
 // remoteNotice is the remote endpoint's notice handler.
@@ -524,36 +525,39 @@ func (e *Endpoint) Kill() error {
 // (transport.Poller). Remote deliveries run on their own.
 func (e *Endpoint) Poll() bool { return e.sleeper.Poll() }
 
-// PollNotices is Poll with the local endpoint's notices given to h, with
+// PollNotices is Poll with the local endpoint's notices given to t, with
 // global sources and hybrid keys (transport.Poller). It allocates nothing
 // unless several goroutines poll at once: waiters call it in their spin.
-func (e *Endpoint) PollNotices(h transport.NoticeHandler) bool {
-	if h == nil {
+func (e *Endpoint) PollNotices(t transport.NoticeTaker) bool {
+	if t == nil {
 		return e.Poll()
 	}
 	x := e.pollX.Swap(nil)
 	if x == nil {
 		x = newPollXlate(e)
 	}
-	x.h = h
+	x.t = t
 	did := e.sleeper.PollNotices(x.fn)
-	x.h = nil
+	x.t = nil
 	e.pollX.Store(x)
 	return did
 }
 
-// pollXlate is the handler PollNotices gives the local endpoint: fn
-// translates a notice and passes it to h. The endpoint keeps one for
+// pollXlate is the taker PollNotices gives the local endpoint: fn
+// translates a notice and passes it to t. The endpoint keeps one for
 // reuse, so that fn is made once.
 type pollXlate struct {
 	e  *Endpoint
-	h  transport.NoticeHandler
-	fn transport.NoticeHandler
+	t  transport.NoticeTaker
+	fn transport.NoticeTaker
 }
 
 func newPollXlate(e *Endpoint) *pollXlate {
 	x := &pollXlate{e: e}
-	x.fn = func(src int, key transport.Key, n transport.Notice) { x.e.translateLocal(x.h, src, key, n) }
+	x.fn = func(src int, key transport.Key, n transport.Notice) bool {
+		g, k, ok := x.e.fromLocal(src, key)
+		return ok && x.t(g, k, n)
+	}
 	return x
 }
 

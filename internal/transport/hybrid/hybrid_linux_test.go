@@ -218,6 +218,12 @@ type noticeLog struct {
 	key   transport.Key
 }
 
+// take is add as a transport.NoticeTaker, never done.
+func (l *noticeLog) take(src int, key transport.Key, n transport.Notice) bool {
+	l.add(src, key, n)
+	return false
+}
+
 func (l *noticeLog) add(src int, key transport.Key, n transport.Notice) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -270,7 +276,7 @@ func TestWaitLocalAndRemote(t *testing.T) {
 		for log.count(src) < n {
 			ticket := w.Prepare()
 			if direct {
-				w.PollNotices(log.add)
+				w.PollNotices(log.take)
 			} else {
 				w.Poll()
 			}
@@ -566,7 +572,7 @@ func TestNewChecks(t *testing.T) {
 // nothing.
 func TestPollAllocs(t *testing.T) {
 	eps := newWorld(t, nil, []int{0, 0})
-	h := func(int, transport.Key, transport.Notice) {}
+	h := func(int, transport.Key, transport.Notice) bool { return false }
 	eps[0].PollNotices(h) // the first call makes the translator
 	if n := testing.AllocsPerRun(100, func() { eps[0].PollNotices(h) }); n != 0 {
 		t.Errorf("PollNotices: %v allocations per call", n)

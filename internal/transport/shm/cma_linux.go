@@ -110,7 +110,7 @@ func (e *Endpoint) sendRemote(target int, s *sender, id transport.AMID, hdr, pay
 		}
 		if e.draining.tryLock() {
 			e.ackWait, e.ackSeq = rh, n
-			e.drain(nil)
+			e.drain(nil, pollNotices)
 			e.ackWait = nil
 			e.draining.unlock()
 		}

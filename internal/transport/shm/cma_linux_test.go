@@ -262,7 +262,7 @@ func TestDrainLeavesSingleCopyForAckedSender(t *testing.T) {
 	}
 
 	// Not yet acknowledged: the record is handled.
-	e.drain(nil)
+	e.drain(nil, 1<<30)
 	if _, got := w.next(t); !bytes.Equal(got, msg) {
 		t.Fatal("payload differs")
 	}
@@ -276,7 +276,7 @@ func TestDrainLeavesSingleCopyForAckedSender(t *testing.T) {
 	for !e.pending() {
 		time.Sleep(100 * time.Microsecond)
 	}
-	e.drain(nil)
+	e.drain(nil, 1<<30)
 	select {
 	case <-w.hdrs:
 		t.Fatal("the record was handled while the acknowledged send drained")
@@ -286,7 +286,7 @@ func TestDrainLeavesSingleCopyForAckedSender(t *testing.T) {
 		t.Fatal("the record left in the ring is not pending")
 	}
 	e.ackWait = nil
-	e.drain(nil)
+	e.drain(nil, 1<<30)
 	e.draining.unlock()
 	if _, got := w.next(t); !bytes.Equal(got, msg) {
 		t.Fatal("payload differs")

@@ -117,3 +117,48 @@ func pingPong(b *testing.B, send, wait func(me int, k uint64)) {
 	<-d1
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/half")
 }
+
+// BenchmarkNotifiedPutStream is a stream of b.N 8-byte notified puts from
+// rank 0 to rank 1, two endpoints of one process, each on a thread of its
+// own: rank 0 puts without waiting (but for a full ring), rank 1 polls its
+// endpoint with a handler that counts. It reports the time per notice:
+// the consumer's throughput unless the producer is slower. Run it with
+// -cpu 4, like BenchmarkNotifiedPutPingPong.
+func BenchmarkNotifiedPutStream(b *testing.B) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs two processors")
+	}
+	eps := newGroup(b, Config{Size: 2})
+	buf := mem.Alloc(4096)
+	b.Cleanup(func() { mem.Free(buf) })
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, err := eps[0].Region(1, key, 4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got arrivals
+	eps[1].SetNoticeHandler(func(int, transport.Key, transport.Notice) { got.Add(1) })
+	data := make([]byte, 8)
+	done := make(chan struct{})
+	b.ResetTimer()
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for got.Load() < uint64(b.N) {
+			eps[1].Poll()
+		}
+		close(done)
+	}()
+	runtime.LockOSThread()
+	for i := 0; i < b.N; i++ {
+		if err := reg.Put(8*(i%64), data, transport.TagNotice(transport.NoticeTag, 1), nil); err != nil {
+			b.Error(err)
+			break
+		}
+	}
+	runtime.UnlockOSThread()
+	<-done
+}

@@ -25,19 +25,37 @@ func (l *drainLock) unlock() { mem.StoreRelease32(&l.v, 0) }
 func (l *drainLock) held() bool { return atomic.LoadUint32(&l.v) != 0 }
 
 // Poll runs the handlers of the notices and active messages that have
-// arrived (of a ring of active messages, those up to one that starts a
-// cache line after one it ran: drainRing), on the calling goroutine
+// arrived (at most pollNotices notices, and of a ring of active messages,
+// those up to one that starts a cache line after one it ran: drainRing),
+// on the calling goroutine
 // (after waiting for another goroutine that is draining, if any); it
 // reports whether it ran any (transport.Poller).
 func (e *Endpoint) Poll() bool { return e.poll(nil) }
 
-// PollNotices is Poll with h in place of the notice handler
-// (transport.Poller).
-func (e *Endpoint) PollNotices(h transport.NoticeHandler) bool { return e.poll(h) }
+// PollNotices is Poll with t in place of the notice handler, stopping
+// after a notice for which t reports done (transport.Poller).
+func (e *Endpoint) PollNotices(t transport.NoticeTaker) bool { return e.poll(t) }
 
-// poll is Poll with notices given to h, or to the installed handler if h
+// pollNotices bounds the notices one Poll takes: a stream whose producer
+// publishes as fast as the poller takes would otherwise keep it draining,
+// the notice its caller waits for long handled, until the stream paused
+// (in the pipelined stencil the consumer saw a row only once its
+// producer had sent all of them). The caller looks at its condition and
+// polls again. A few rather than one: a poll looks at every ring.
+//
+// takeNotices is PollNotices' bound, larger: its taker says when the
+// caller has what it waits for, and the bound only limits a stream of
+// notices for others. A waiter that polls in its condition yields the
+// processor between polls when ranks outnumber cores, so a request that
+// counts many notices must not need a poll for every few of them.
+const (
+	pollNotices = 4
+	takeNotices = 64
+)
+
+// poll is Poll with notices given to t, or to the installed handler if t
 // is nil.
-func (e *Endpoint) poll(h transport.NoticeHandler) bool {
+func (e *Endpoint) poll(t transport.NoticeTaker) bool {
 	if !e.polled.Load() {
 		e.polled.Store(true)
 	}
@@ -60,7 +78,11 @@ func (e *Endpoint) poll(h transport.NoticeHandler) bool {
 		}
 		runtime.Gosched()
 	}
-	n := e.drain(h)
+	max := pollNotices
+	if t != nil {
+		max = takeNotices
+	}
+	n := e.drain(t, max)
 	e.draining.unlock()
 	return n
 }
@@ -163,17 +185,16 @@ func (e *Endpoint) pending() bool {
 	return false
 }
 
-// drain runs the handlers for everything that has arrived, notices going
-// to h (the installed handler if h is nil); draining is held. It reports
-// whether there was anything.
-func (e *Endpoint) drain(h transport.NoticeHandler) bool {
+// drain runs the handlers for what has arrived, at most max notices,
+// which go to t, up to one for which it reports done, or to the installed
+// handler if t is nil; draining is held. It reports whether there was
+// anything.
+func (e *Endpoint) drain(t transport.NoticeTaker, max int) bool {
 	did := false
-	if h == nil {
-		h = e.Notice()
-	}
+	h := e.Notice()
 	// Arrivals wait for their handler: a peer may send as soon as the
 	// start-up barrier is passed, before this rank installed its handlers.
-	for h != nil {
+	for taken := 0; (h != nil || t != nil) && taken < max; taken++ {
 		deq := e.own.hdr.loadDeq()
 		src, key, n, ok := e.own.pop(deq)
 		if !ok {
@@ -185,7 +206,11 @@ func (e *Endpoint) drain(h transport.NoticeHandler) bool {
 		if src >= e.size {
 			continue // not from a rank of this job: drop
 		}
-		h(src, key, n)
+		if t == nil {
+			h(src, key, n)
+		} else if t(src, key, n) {
+			break
+		}
 	}
 	for src := range e.own.ringHeads {
 		if e.drainRing(src) {

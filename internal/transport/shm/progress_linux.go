@@ -31,7 +31,7 @@ func (e *Endpoint) progress() {
 		default:
 		}
 		if e.draining.tryLock() {
-			did := e.drain(nil)
+			did := e.drain(nil, pollNotices)
 			e.draining.unlock()
 			if did {
 				continue

@@ -216,3 +216,49 @@ func TestNotifiedPutStream(t *testing.T) {
 		last = v
 	}
 }
+
+// TestDrainBounded: one drain takes at most pollNotices notices, and
+// stops after the one for which a taker reports done; what it leaves
+// stays in the ring, in order, for the next one.
+func TestDrainBounded(t *testing.T) {
+	w := newPutWorld(t)
+	e := w.eps[1]
+	for !e.draining.tryLock() {
+		time.Sleep(time.Millisecond) // the progress goroutine drains
+	}
+	defer e.draining.unlock()
+	const total = pollNotices + 4
+	for tag := int32(1); tag <= total; tag++ {
+		if err := w.r.Put(0, nil, transport.TagNotice(transport.NoticeTag, tag), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var taken []int32
+	take := func(_ int, _ transport.Key, n transport.Notice) bool {
+		taken = append(taken, n.Tag())
+		return n.Tag() == 2
+	}
+	if !e.drain(take, pollNotices) {
+		t.Fatal("drain reports nothing")
+	}
+	if len(taken) != 2 || taken[0] != 1 || taken[1] != 2 {
+		t.Fatalf("the taker got %v, want [1 2]: done did not stop the drain", taken)
+	}
+	var handled []int32
+	for e.drain(nil, pollNotices) {
+		if len(w.notices) > pollNotices {
+			t.Fatalf("one drain handled %d notices, more than %d", len(w.notices), pollNotices)
+		}
+		for len(w.notices) > 0 {
+			handled = append(handled, (<-w.notices).Tag())
+		}
+	}
+	if len(handled) != total-2 {
+		t.Fatalf("handled %v after the taker, want tags 3 to %d", handled, total)
+	}
+	for i, tag := range handled {
+		if tag != int32(i+3) {
+			t.Fatalf("handled %v after the taker, want tags 3 to %d in order", handled, total)
+		}
+	}
+}
