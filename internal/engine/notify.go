@@ -195,9 +195,13 @@ func (r *Request) testNotify(name string) (Status, bool, error) {
 	}
 	w.inbox.drainFor(&w.mq, r)
 	if r.matched < r.count && r.c.poller != nil {
-		// Take what the transport holds straight into the request.
+		// Take what the transport holds straight into the request: a
+		// poll takes a first part of it and stops at the match, so poll
+		// until the request has its matches or the transport nothing
+		// more (bounded, as progress is, under an endless stream).
 		w.directReq = r
-		r.c.poller.PollNotices(w.direct)
+		for i := 0; i < progressPolls && r.c.poller.PollNotices(w.direct) && r.matched < r.count; i++ {
+		}
 		w.directReq = nil
 		// Background delivery may have taken a notice from the
 		// transport between the inbox drain above and the poll (which
