@@ -402,48 +402,39 @@ func (w *Win) heldByFailed(name string, t int, since *time.Time) error {
 func (w *Win) tryAcquire(ctx context.Context, name string, t int, kind uint8) (bool, error) {
 	excl := exclWord(w.c.rank)
 	if w.lockWords != nil {
-		// Direct transport: the lock word is in reach of one atomic
-		// instruction. Same protocol as below.
+		// The transport reaches the word with one atomic instruction.
+		// Same protocol as below.
 		word := w.lockWords[t]
 		if kind&lockExclusive != 0 {
-			if mem.AtomicCAS64(word, 0, excl) {
-				return true, nil
-			}
-			w.lockSeen = mem.AtomicLoad64(word)
-			return false, nil
+			w.lockSeen = word.CompareSwap(0, excl)
+			return w.lockSeen == 0, nil
 		}
-		seen := mem.AtomicAdd64(word, 1) - 1
+		seen := word.Add(1)
 		if seen&lockExcl == 0 {
 			return true, nil
 		}
-		mem.AtomicAdd64(word, ^uint64(0))
+		word.Add(^uint64(0))
 		w.lockSeen = seen
 		return false, nil
 	}
 	reg := w.ctlRegions[t]
 	s := &w.scratch
-	// Earlier releases and undos may still be in flight on s.comp: let
-	// them finish, then forget their outcome, so that this attempt's
-	// error is its own.
-	if !s.comp.Complete() {
-		s.comp.Wait(bg)
-	}
-	s.comp.Reset()
+	comp := w.lockComp()
 	var err error
 	if kind&lockExclusive != 0 {
 		s.cmp[0], s.val[0] = 0, excl
-		err = reg.CompareSwap(0, mem.Uint64, mem.Bytes(s.cmp[:]), mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
+		err = reg.CompareSwap(0, mem.Uint64, mem.Bytes(s.cmp[:]), mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, comp)
 	} else {
 		s.val[0] = 1
-		err = reg.Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, &s.comp)
+		err = reg.Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), mem.Bytes(s.res[:]), transport.Notice{}, comp)
 	}
-	if err == nil && !s.comp.Complete() {
+	if err == nil && comp != nil && !comp.Complete() {
 		// Wait for this attempt even if ctx ends: abandoning it would
 		// leave an update of the lock word (and of s.res) in flight. A
 		// transport completes every operation, with ErrPeer if the peer
 		// fails, so this wait is bounded; the caller checks ctx between
 		// attempts.
-		err = s.comp.Wait(bg)
+		err = comp.Wait(bg)
 	}
 	if err != nil {
 		return false, opErr(name, w.c.rank, ErrPeer, "lock at rank %d: %v", t, err)
@@ -470,12 +461,33 @@ func (w *Win) release(t int, kind uint8) {
 
 func (w *Win) addLock(t int, delta uint64) {
 	if w.lockWords != nil {
-		mem.AtomicAdd64(w.lockWords[t], delta)
+		w.lockWords[t].Add(delta)
 		return
 	}
 	s := &w.scratch
 	s.val[0] = delta
-	w.ctlRegions[t].Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), nil, transport.Notice{}, &s.comp)
+	comp := &s.comp
+	if w.synchronous {
+		comp = nil // complete on return: nothing to track
+	}
+	w.ctlRegions[t].Accumulate(0, mem.Sum, mem.Uint64, mem.Bytes(s.val[:]), nil, transport.Notice{}, comp)
+}
+
+// lockComp returns the completion of an attempt on a lock word: nil on a
+// Synchronous transport, where the attempt is complete on return, else
+// the scratch completion, once earlier releases and undos in flight on it
+// have finished and their outcome is forgotten, so that the attempt's
+// error is its own.
+func (w *Win) lockComp() *transport.Completion {
+	if w.synchronous {
+		return nil
+	}
+	s := &w.scratch
+	if !s.comp.Complete() {
+		s.comp.Wait(bg)
+	}
+	s.comp.Reset()
+	return &s.comp
 }
 
 // backoff waits before retry number try of a contended operation on rank

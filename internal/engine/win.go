@@ -123,7 +123,7 @@ type Win struct {
 
 	regions    []transport.Region // data region of each rank
 	ctlRegions []transport.Region // control region of each rank
-	lockWords  [][]byte           // each rank's lock word, if the transport is Direct
+	lockWords  []transport.Word   // each rank's lock word, if the transport gives words (Caps.Direct)
 	sizes      []int              // window size of each rank, bytes
 	units      []int              // displacement unit of each rank
 
@@ -280,11 +280,13 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[24:])), ctlSize(n)); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
 		}
-		if d, ok := w.ctlRegions[r].(transport.DirectRegion); ok && c.ep.Caps().Direct {
+		if wr, ok := w.ctlRegions[r].(transport.WordRegion); ok && c.ep.Caps().Direct {
 			if w.lockWords == nil {
-				w.lockWords = make([][]byte, n)
+				w.lockWords = make([]transport.Word, n)
 			}
-			w.lockWords[r] = d.Direct()[ctlLock : ctlLock+8]
+			if w.lockWords[r], err = wr.Word(ctlLock); err != nil {
+				return fail(opErr(op, c.rank, ErrPeer, "lock word of rank %d: %v", r, err))
+			}
 		}
 	}
 	return w, nil

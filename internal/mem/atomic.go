@@ -216,22 +216,15 @@ func AtomicCompareSwap(t Type, dst, compare, swap, result []byte) error {
 	}
 	cmp := loadBits(compare[:size])
 	swp := loadBits(swap[:size])
+	// Words are swapped first, as in AtomicCompareSwap64.
 	var old uint64
 	switch size {
 	case 8:
-		p := (*uint64)(unsafe.Pointer(&dst[0]))
-		for {
-			old = atomic.LoadUint64(p)
-			if old != cmp || atomic.CompareAndSwapUint64(p, old, swp) {
-				break
-			}
-		}
+		old = AtomicCompareSwap64(dst, cmp, swp)
 	case 4:
 		p := (*uint32)(unsafe.Pointer(&dst[0]))
-		for {
-			o := atomic.LoadUint32(p)
-			old = uint64(o)
-			if old != cmp || atomic.CompareAndSwapUint32(p, o, uint32(swp)) {
+		for old = cmp; !atomic.CompareAndSwapUint32(p, uint32(cmp), uint32(swp)); {
+			if old = uint64(atomic.LoadUint32(p)); old != cmp {
 				break
 			}
 		}
@@ -275,9 +268,33 @@ func AtomicStore64(b []byte, v uint64) { atomic.StoreUint64(word64(b), v) }
 // alignment is not checked.
 func AtomicAdd64(b []byte, delta uint64) uint64 { return atomic.AddUint64(word64(b), delta) }
 
+// AtomicSwap64 atomically stores v into the 64-bit word in b[:8] and
+// returns the previous value. b must be 8-byte aligned and hold at least 8
+// bytes; alignment is not checked.
+func AtomicSwap64(b []byte, v uint64) uint64 { return atomic.SwapUint64(word64(b), v) }
+
 // AtomicCAS64 atomically replaces the 64-bit word in b[:8] by new if it
 // equals old, and reports whether it did. b must be 8-byte aligned and hold
 // at least 8 bytes; alignment is not checked.
 func AtomicCAS64(b []byte, old, new uint64) bool {
 	return atomic.CompareAndSwapUint64(word64(b), old, new)
+}
+
+// AtomicCompareSwap64 atomically replaces the 64-bit word in b[:8] by new
+// if it equals old, and returns the word's previous value. b must be
+// 8-byte aligned and hold at least 8 bytes; alignment is not checked.
+//
+// It swaps first and reads only if that failed: the word's owner is often
+// another core (a lock word), and a load first would fetch its line once
+// to read it and again to own it. The value read after a failed swap is
+// the result if it differs from old (a compare at that moment would have
+// failed); if it equals old, the swap is tried again.
+func AtomicCompareSwap64(b []byte, old, new uint64) (prev uint64) {
+	p := word64(b)
+	for prev = old; !atomic.CompareAndSwapUint64(p, old, new); {
+		if prev = atomic.LoadUint64(p); prev != old {
+			break
+		}
+	}
+	return prev
 }

@@ -687,6 +687,43 @@ func TestAtomic64(t *testing.T) {
 	if v := AtomicLoad64(b); v != 8007 {
 		t.Errorf("concurrent Add: %d", v)
 	}
+	if v := AtomicSwap64(b, 5); v != 8007 || AtomicLoad64(b) != 5 {
+		t.Errorf("Swap: previous %d, now %d", v, AtomicLoad64(b))
+	}
+	if prev := AtomicCompareSwap64(b, 4, 9); prev != 5 || AtomicLoad64(b) != 5 {
+		t.Errorf("CompareSwap64(4, 9) on 5: previous %d, now %d", prev, AtomicLoad64(b))
+	}
+	if prev := AtomicCompareSwap64(b, 5, 9); prev != 5 || AtomicLoad64(b) != 9 {
+		t.Errorf("CompareSwap64(5, 9) on 5: previous %d, now %d", prev, AtomicLoad64(b))
+	}
+}
+
+// TestAtomicCompareSwap64Counter: a counter incremented by compare-and-swap
+// loops from many goroutines counts every increment, so the value a failed
+// swap returns is one the word held.
+func TestAtomicCompareSwap64Counter(t *testing.T) {
+	b := Alloc(8)
+	const G, N = 8, 2000
+	var wg sync.WaitGroup
+	for range G {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range N {
+				for old := AtomicLoad64(b); ; {
+					prev := AtomicCompareSwap64(b, old, old+1)
+					if prev == old {
+						break
+					}
+					old = prev
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if v := AtomicLoad64(b); v != G*N {
+		t.Errorf("counter %d, want %d", v, G*N)
+	}
 }
 
 func TestNoAllocs(t *testing.T) {

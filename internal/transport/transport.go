@@ -337,14 +337,24 @@ func FlushLocalAll(ctx context.Context, ep Endpoint) error {
 	return ep.FlushAll(ctx)
 }
 
-// DirectRegion is implemented by the regions of transports that reach
-// target memory with loads and stores (Caps.Direct): Direct returns the
-// target's memory itself. The engine uses it for its own control words
-// (lock words), whose lifetime it manages, so that taking a lock is one
-// atomic instruction; data still goes through the Region methods.
-type DirectRegion interface {
+// WordRegion is implemented by the regions of transports that reach
+// target memory with atomic instructions (Caps.Direct). Word returns the
+// aligned 64-bit word at off of the region as a Word, checked once, here:
+// the engine keeps one for each of its lock words, so that taking a lock
+// costs one atomic instruction rather than a Region call and its checks.
+// Data and every other control word go through the Region methods.
+type WordRegion interface {
 	Region
-	Direct() []byte
+	Word(off int) (Word, error)
+}
+
+// Word is a 64-bit word of a target's memory that atomics apply to at
+// once (WordRegion). Its methods return the word's previous value.
+type Word interface {
+	// CompareSwap replaces the word by new if it equals old.
+	CompareSwap(old, new uint64) (prev uint64)
+	// Add adds delta to the word, modulo 2^64.
+	Add(delta uint64) (prev uint64)
 }
 
 // Errors returned by transports.

@@ -84,8 +84,8 @@ func TestCaps(t *testing.T) {
 	}
 	_, key := expose(t, eps[1], 64)
 	r := region(t, eps[0], 1, key, 64)
-	if _, ok := r.(transport.DirectRegion); ok {
-		t.Error("region implements DirectRegion")
+	if _, ok := r.(transport.WordRegion); ok {
+		t.Error("region implements WordRegion")
 	}
 	if _, ok := eps[0].(transporttest.Killer); !ok {
 		t.Error("endpoint over a local one does not pass Kill through")

@@ -46,7 +46,7 @@
 //
 // Caps are the inner transport's with Name "async(<inner name>)",
 // Synchronous and Direct false; the regions do not implement
-// transport.DirectRegion. SendAM goes straight to the inner endpoint, not
+// transport.WordRegion. SendAM goes straight to the inner endpoint, not
 // through the data queue: an active message can overtake data operations
 // issued before it, as on a network that does not order its channels
 // against each other, so the engine must Flush before it sends a message

@@ -9,7 +9,7 @@ import (
 
 // region is an asynchronous handle on an inner region: its operations are
 // checked, queued at the origin endpoint ep and executed by ep's worker.
-// It deliberately does not implement transport.DirectRegion.
+// It deliberately does not implement transport.WordRegion.
 type region struct {
 	ep     *endpoint
 	inner  transport.Region

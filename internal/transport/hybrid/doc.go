@@ -51,11 +51,11 @@
 //
 // Caps are Name "hybrid(shm+tcp)", Synchronous false (TCP operations
 // complete later), Direct false, MaxAM the smaller of the inner limits.
-// Not being Direct, the endpoint hands out no direct memory: handles on
-// regions of this host wrap shm's and do not implement
-// transport.DirectRegion (the conformance suite requires this of a
-// transport that is not Direct, and the engine, internal/engine/win.go,
-// takes lock words through DirectRegion only if Caps.Direct). The engine
+// Not being Direct, the endpoint hands out no words: handles on regions
+// of this host wrap shm's and do not implement transport.WordRegion (the
+// conformance suite requires this of a transport that is not Direct, and
+// the engine, internal/engine/win.go, takes lock words through
+// WordRegion only if Caps.Direct). The engine
 // then updates lock words through Region.Accumulate and CompareSwap, and
 // the two paths stay coherent: the shm endpoint applies them with atomic
 // instructions on the mapped memory, the target's TCP reader with atomic

@@ -171,8 +171,8 @@ func TestRouting(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, isLocal := r.(*localRegion)
-		if _, direct := r.(transport.DirectRegion); direct {
-			t.Errorf("region of rank %d implements DirectRegion", target)
+		if _, direct := r.(transport.WordRegion); direct {
+			t.Errorf("region of rank %d implements WordRegion", target)
 		}
 		before := frames()
 		if err := r.Put(0, []byte{1, 2, 3}, transport.TagNotice(transport.NoticeTag, 0), nil); err != nil {

@@ -8,11 +8,11 @@ import (
 // localRegion is a handle on a region of a rank of this host: the local
 // endpoint's handle, whose errors are annotated with the global rank.
 //
-// It does not implement transport.DirectRegion, even when the local
+// It does not implement transport.WordRegion, even when the local
 // handle does (shm's do). The hybrid endpoint is not Caps.Direct, and
-// the conformance suite requires that such a transport offer no direct
-// memory; the engine would not use it anyway (it takes lock words
-// through DirectRegion only if Caps.Direct, internal/engine/win.go). Its
+// the conformance suite requires that such a transport offer no words;
+// the engine would not use them anyway (it takes lock words through
+// WordRegion only if Caps.Direct, internal/engine/win.go). Its
 // lock words are then updated through the Region methods by every rank:
 // with atomic instructions on the mapped memory by the ranks of the
 // target's host, and with atomic instructions on the same memory by the

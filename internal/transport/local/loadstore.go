@@ -54,6 +54,9 @@ func GetAt(region []byte, off int, dst []byte) error {
 // element size, or (wrapping mem.ErrAlign too) if the region memory itself
 // is not aligned for t.
 func AccumulateAt(region []byte, off int, op mem.Op, t mem.Type, src, result []byte) error {
+	if w := word(region, off, t, len(src), result); w != nil && accumulateWord(w, op, src, result) {
+		return nil
+	}
 	if _, err := CheckAccumulate(len(region), off, op, t, src, result); err != nil {
 		return err
 	}
@@ -98,6 +101,10 @@ func CheckAccumulate(regionLen, off int, op mem.Op, t mem.Type, src, result []by
 // transport.ErrAlign if off is not a multiple of the element size, or
 // (wrapping mem.ErrAlign too) if the region memory itself is not aligned.
 func CompareSwapAt(region []byte, off int, t mem.Type, compare, swap, result []byte) error {
+	if w := word(region, off, t, min(len(compare), len(swap)), result); w != nil && len(compare) == 8 && len(swap) == 8 {
+		compareSwapWord(w, compare, swap, result)
+		return nil
+	}
 	if err := CheckCompareSwap(len(region), off, t, compare, swap, result); err != nil {
 		return err
 	}

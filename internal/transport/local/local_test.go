@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"runtime"
@@ -249,6 +250,65 @@ func TestLoadStore(t *testing.T) {
 	}
 	if err := local.AccumulateAt(buf, 14, mem.NoOp, mem.Uint8, nil, res); !errors.Is(err, transport.ErrBounds) {
 		t.Errorf("NoOp with nil src past the end: %v, want ErrBounds", err)
+	}
+}
+
+// TestWordPath: single 8-byte elements, which AccumulateAt and
+// CompareSwapAt apply to the word directly, come out as the general path
+// of package mem makes them, for every operator and 8-byte type; and
+// misplaced ones are still refused.
+func TestWordPath(t *testing.T) {
+	vals := []int64{0, 1, -1, 42, -7 << 40, 1 << 62}
+	ops := []mem.Op{mem.Sum, mem.Prod, mem.Min, mem.Max, mem.Band, mem.Bor, mem.Bxor, mem.Replace, mem.NoOp}
+	for _, typ := range []mem.Type{mem.Int64, mem.Uint64, mem.Float64} {
+		for _, op := range ops {
+			if !op.ValidFor(typ) {
+				continue
+			}
+			for _, a := range vals {
+				for _, b := range vals {
+					got, want := mem.Alloc(16), mem.Alloc(16)
+					mem.AtomicStore64(got[8:], uint64(a))
+					mem.AtomicStore64(want[8:], uint64(a))
+					src := mem.Bytes([]int64{b})
+					gres, wres := make([]byte, 8), make([]byte, 8)
+					if err := local.AccumulateAt(got, 8, op, typ, src, gres); err != nil {
+						t.Fatalf("%v %v: %v", typ, op, err)
+					}
+					if err := mem.AtomicAccumulate(op, typ, want[8:], src, wres); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, want) || !bytes.Equal(gres, wres) {
+						t.Fatalf("%v %v of %d with %d: memory % x result % x, want % x and % x", typ, op, a, b, got[8:], gres, want[8:], wres)
+					}
+					if err := local.CompareSwapAt(got, 8, typ, src, mem.Bytes([]int64{a}), gres); err != nil {
+						t.Fatal(err)
+					}
+					if err := mem.AtomicCompareSwap(typ, want[8:], src, mem.Bytes([]int64{a}), wres); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, want) || !bytes.Equal(gres, wres) {
+						t.Fatalf("%v compare-and-swap: memory % x result % x, want % x and % x", typ, got[8:], gres, want[8:], wres)
+					}
+				}
+			}
+		}
+	}
+	buf := mem.Alloc(16)
+	one := mem.Bytes([]int64{1})
+	for _, c := range []struct {
+		off  int
+		want error
+	}{{4, transport.ErrAlign}, {12, transport.ErrBounds}, {-8, transport.ErrBounds}, {16, transport.ErrBounds}} {
+		if err := local.AccumulateAt(buf, c.off, mem.Sum, mem.Int64, one, nil); !errors.Is(err, c.want) {
+			t.Errorf("accumulate at %d: %v, want %v", c.off, err, c.want)
+		}
+		if err := local.CompareSwapAt(buf, c.off, mem.Int64, one, one, nil); !errors.Is(err, c.want) {
+			t.Errorf("compare-and-swap at %d: %v, want %v", c.off, err, c.want)
+		}
+	}
+	if !bytes.Equal(buf, make([]byte, 16)) {
+		t.Errorf("refused operations wrote % x", buf)
 	}
 }
 

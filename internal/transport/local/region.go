@@ -37,7 +37,7 @@ type region struct {
 	hk     handleKey
 }
 
-var _ transport.DirectRegion = (*region)(nil)
+var _ transport.WordRegion = (*region)(nil)
 
 // stop moves the handle from live to state s; a stopped handle keeps its
 // first reason.
@@ -63,9 +63,18 @@ func (r *region) notify(n transport.Notice) {
 	}
 }
 
-// Direct returns the target's memory behind the handle (see
-// transport.DirectRegion).
-func (r *region) Direct() []byte { return r.mem }
+// Word returns the word at off of the target's memory (see
+// transport.WordRegion).
+func (r *region) Word(off int) (transport.Word, error) {
+	if s := r.state.Load(); s != hLive {
+		return nil, r.err(s)
+	}
+	w, err := WordAt(r.mem, off)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
 
 // Size returns the size of the handle in bytes.
 func (r *region) Size() int { return len(r.mem) }

@@ -91,7 +91,20 @@ type region struct {
 	mem    []byte
 }
 
-var _ transport.DirectRegion = (*region)(nil)
+var _ transport.WordRegion = (*region)(nil)
+
+// Word returns the word at off of the target's mapping (see
+// transport.WordRegion).
+func (r *region) Word(off int) (transport.Word, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	w, err := local.WordAt(r.mem, off)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
 
 func (r *region) check() error {
 	if err := r.ep.peerErr(r.target); err != nil {
@@ -105,9 +118,6 @@ func (r *region) check() error {
 
 // Size returns the size of the handle in bytes.
 func (r *region) Size() int { return len(r.mem) }
-
-// Direct returns the mapped memory behind the handle.
-func (r *region) Direct() []byte { return r.mem }
 
 // noticeAfter delivers n, if any, after an access.
 func (r *region) noticeAfter(n transport.Notice) error {

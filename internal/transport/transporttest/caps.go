@@ -155,34 +155,50 @@ func testRegionLookup(t *testing.T, f factory) {
 }
 
 // testDirect checks the claim of a Direct transport: its regions implement
-// DirectRegion, and Direct is the target's memory itself, coherent both
-// ways with the region's operations. A transport that is not Direct must
-// not offer direct memory.
+// WordRegion, and a Word is the target's word itself, coherent both ways
+// with the region's operations, and refused where no aligned word fits. A
+// transport that is not Direct must not offer words.
 func testDirect(t *testing.T, f factory) {
 	e := newEnv(t, f, 2)
 	buf, key := e.expose(1, 64)
 	r := e.region(0, 1, key, 64)
-	d, ok := r.(transport.DirectRegion)
+	wr, ok := r.(transport.WordRegion)
 	if !e.caps.Direct {
 		if ok {
-			t.Fatal("regions of a transport without Caps.Direct implement DirectRegion")
+			t.Fatal("regions of a transport without Caps.Direct implement WordRegion")
 		}
 		t.Skip("transport is not direct")
 	}
 	if !ok {
-		t.Fatal("regions of a Caps.Direct transport do not implement DirectRegion")
+		t.Fatal("regions of a Caps.Direct transport do not implement WordRegion")
 	}
-	direct := d.Direct()
-	if len(direct) != 64 || mem.Addr(direct) != mem.Addr(buf) {
-		t.Fatalf("Direct() is %d bytes at %#x, want the 64 exposed bytes at %#x", len(direct), mem.Addr(direct), mem.Addr(buf))
+	for _, off := range []int{-8, 60, 64, 4} {
+		if _, err := wr.Word(off); err == nil {
+			t.Errorf("Word(%d) of a 64-byte region: no error", off)
+		}
 	}
-	src := pattern(5, 16)
-	e.must(r.Put(0, src, noNotice, nil), "Put")
+	w, err := wr.Word(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := make([]byte, 8)
+	mem.AtomicStore64(val, 40)
+	e.must(r.Put(16, val, noNotice, nil), "Put")
 	e.flushAll()
-	checkBytes(t, "Direct() after Put", direct[:16], src)
-	copy(direct[16:32], pattern(6, 16))
-	dst := make([]byte, 16)
+	if prev := w.Add(2); prev != 40 || mem.AtomicLoad64(buf[16:]) != 42 {
+		t.Fatalf("Add(2) after a Put of 40: previous %d, memory %d; want 40, 42", prev, mem.AtomicLoad64(buf[16:]))
+	}
+	if prev := w.CompareSwap(41, 7); prev != 42 || mem.AtomicLoad64(buf[16:]) != 42 {
+		t.Fatalf("CompareSwap(41, 7) on 42: previous %d, memory %d; want 42 unchanged", prev, mem.AtomicLoad64(buf[16:]))
+	}
+	if prev := w.CompareSwap(42, 7); prev != 42 {
+		t.Fatalf("CompareSwap(42, 7) on 42: previous %d", prev)
+	}
+	dst := make([]byte, 8)
 	e.must(r.Get(16, dst, noNotice, nil), "Get")
 	e.flushAll()
-	checkBytes(t, "Get of a store through Direct()", dst, pattern(6, 16))
+	if got := mem.AtomicLoad64(dst); got != 7 {
+		t.Fatalf("Get after CompareSwap(42, 7): %d", got)
+	}
+	checkBytes(t, "the bytes around the word", buf[:16], make([]byte, 16))
 }
