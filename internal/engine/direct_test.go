@@ -39,14 +39,9 @@ func (p *racingPoller) PollNotices(t transport.NoticeTaker) bool {
 	return did
 }
 
-func (p *racingPoller) Yield() {}
-func (p *racingPoller) Park()  {}
-
-// TestDirectNoticesKeepArrivalOrder: notices a request takes straight from
-// the transport (PollNotices) never overtake older ones that background
-// delivery put in the inbox, even when the background delivers while the
-// request polls; and notices for other tags or windows take the usual way.
-func TestDirectNoticesKeepArrivalOrder(t *testing.T) {
+// racingWin returns rank 0's window of a job of 3 ranks, its Comm's
+// poller replaced by a racingPoller on the window's key.
+func racingWin(t *testing.T) (*Win, *racingPoller) {
 	cs := newComms(t, 3)
 	ws := make([]*Win, 3)
 	runOK(t, cs, func(ctx context.Context, c *Comm) error {
@@ -57,7 +52,19 @@ func TestDirectNoticesKeepArrivalOrder(t *testing.T) {
 	c, w := cs[0], ws[0]
 	p := &racingPoller{c: c, key: w.key}
 	c.poller = p
-	defer func() { c.poller = nil }()
+	t.Cleanup(func() { c.poller = nil })
+	return w, p
+}
+
+func (p *racingPoller) Yield() {}
+func (p *racingPoller) Park()  {}
+
+// TestDirectNoticesKeepArrivalOrder: notices a request takes straight from
+// the transport (PollNotices) never overtake older ones that background
+// delivery put in the inbox, even when the background delivers while the
+// request polls; and notices for other tags or windows take the usual way.
+func TestDirectNoticesKeepArrivalOrder(t *testing.T) {
+	w, p := racingWin(t)
 
 	r, err := w.NotifyInit(AnySource, 7, 1)
 	if err != nil {
@@ -109,17 +116,7 @@ func TestDirectNoticesKeepArrivalOrder(t *testing.T) {
 // reports done once the request has its count of matches, and not
 // before, so that the transport leaves later notices for later polls.
 func TestDirectTakeStopsAtCount(t *testing.T) {
-	cs := newComms(t, 3)
-	ws := make([]*Win, 3)
-	runOK(t, cs, func(ctx context.Context, c *Comm) error {
-		w, err := c.Allocate(ctx, 64, WinOptions{})
-		ws[c.rank] = w
-		return err
-	})
-	c, w := cs[0], ws[0]
-	p := &racingPoller{c: c, key: w.key}
-	c.poller = p
-	defer func() { c.poller = nil }()
+	w, p := racingWin(t)
 
 	for _, tc := range []struct {
 		src, count int
