@@ -110,7 +110,7 @@ func (l *launcher) startRank(r int, env []string) error {
 		Rank: r, Size: l.cfg.n, Addr: l.srv.Addr(), Job: l.job, Transport: l.cfg.transport,
 		Secret: l.secret, Host: l.cfg.host(r),
 	}
-	if l.cfg.transport != "shm" { // tcp, or hybrid whose hosts talk tcp
+	if l.cfg.network { // tcp, or hybrid whose hosts talk tcp
 		jobEnv.Listen, jobEnv.PeerTimeout, jobEnv.Spin = tcpListen, l.cfg.peerTimeout, l.cfg.spin
 		if strings.HasPrefix(l.srv.Addr(), "tcp:") {
 			// Each rank listens on its interface towards the

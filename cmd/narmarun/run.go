@@ -47,6 +47,9 @@ type config struct {
 	grace     time.Duration
 	tag       bool
 	transport string
+	// network is the transport's registry.Transport.Network: its ranks
+	// listen on TCP, and take the TCP settings below.
+	network bool
 	// hosts are those of --hosts or --hostfile (nil: every rank on this
 	// host, which is not a multi-host job); hostOf is the host of each
 	// rank, an index in hosts.
@@ -172,17 +175,21 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, status int, ok bool
 		cfg.transport = "hybrid"
 	case cfg.transport == "":
 		cfg.transport = "shm"
-	case cfg.transport == "shm" && cfg.remote():
-		return usage("--transport shm needs every rank on this host; ranks on other hosts need tcp or hybrid")
 	}
-	if v := os.Getenv(bootstrap.EnvTCPTimeout); v != "" && cfg.transport != "shm" {
+	t, _ := registry.Lookup(cfg.transport)
+	if t.OneHost && cfg.remote() {
+		return usage("--transport %s needs every rank on this host; ranks on other hosts need %s", cfg.transport,
+			strings.Join(registry.Names(func(t registry.Transport) bool { return t.Join != nil && !t.OneHost }), " or "))
+	}
+	cfg.network = t.Network
+	if v := os.Getenv(bootstrap.EnvTCPTimeout); v != "" && cfg.network {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return usage("%s=%q is not a duration of at least 0 (such as 30s)", bootstrap.EnvTCPTimeout, v)
 		}
 		cfg.peerTimeout = d
 	}
-	if v := os.Getenv(bootstrap.EnvTCPSpin); v != "" && cfg.transport != "shm" {
+	if v := os.Getenv(bootstrap.EnvTCPSpin); v != "" && cfg.network {
 		d, err := bootstrap.ParseSpin(v)
 		if err != nil {
 			return usage("%v", err)

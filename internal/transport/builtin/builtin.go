@@ -23,6 +23,7 @@ func init() {
 	})
 	registry.Register(registry.Transport{
 		Name:    "tcp",
+		Network: true,
 		Summary: "ranks on any hosts: one frame per operation over authenticated TCP connections",
 		Group:   tcpGroup,
 		Join: func(ctx context.Context, env bootstrap.Env) (*registry.Joined, error) {

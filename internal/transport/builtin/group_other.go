@@ -18,6 +18,7 @@ import (
 func registerShm() {
 	registry.Register(registry.Transport{
 		Name:    "shm",
+		OneHost: true,
 		Summary: "ranks as processes of one host (Linux only)",
 		Group: func(int) ([]transport.Endpoint, error) {
 			return nil, errors.New("the shm transport needs Linux")
@@ -31,6 +32,7 @@ func registerShm() {
 func registerHybrid() {
 	registry.Register(registry.Transport{
 		Name:    "hybrid",
+		Network: true,
 		Summary: "ranks on several hosts: TCP between all of them off Linux",
 		Group: func(int) ([]transport.Endpoint, error) {
 			return nil, errors.New("the hybrid transport needs Linux")

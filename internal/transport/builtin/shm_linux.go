@@ -14,6 +14,7 @@ import (
 func registerShm() {
 	registry.Register(registry.Transport{
 		Name:    "shm",
+		OneHost: true,
 		Summary: "ranks as processes of one host: windows in shared segments, notice rings and futex doorbells",
 		Group:   shmGroup,
 		Join:    launchedShm,
@@ -26,6 +27,7 @@ func registerShm() {
 func registerHybrid() {
 	registry.Register(registry.Transport{
 		Name:    "hybrid",
+		Network: true,
 		Summary: "ranks on several hosts: shared memory between the ranks of a host, TCP between hosts",
 		Group:   hybridGroup,
 		Join: func(ctx context.Context, env bootstrap.Env) (*registry.Joined, error) {

@@ -3,6 +3,8 @@ package builtin
 import (
 	"net"
 	"testing"
+
+	"github.com/narma-rma/narma/internal/transport/registry"
 )
 
 // TestAutoListen: a rank left to choose listens on the address its
@@ -21,6 +23,25 @@ func TestAutoListen(t *testing.T) {
 	} {
 		if got := autoListen(tt.local); got != tt.want {
 			t.Errorf("autoListen(%v) = %q, want %q", tt.local, got, tt.want)
+		}
+	}
+}
+
+// TestLaunchFacts: what a launcher learns from the registry about the
+// built-in transports: shm keeps a job on one host, tcp and hybrid talk
+// over TCP, and every one of them can be joined.
+func TestLaunchFacts(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		oneHost, network bool
+	}{{"shm", true, false}, {"tcp", false, true}, {"hybrid", false, true}} {
+		tr, ok := registry.Lookup(c.name)
+		if !ok || tr.Join == nil {
+			t.Errorf("%s: not registered, or not joinable", c.name)
+			continue
+		}
+		if tr.OneHost != c.oneHost || tr.Network != c.network {
+			t.Errorf("%s: OneHost %v, Network %v; want %v, %v", c.name, tr.OneHost, tr.Network, c.oneHost, c.network)
 		}
 	}
 }

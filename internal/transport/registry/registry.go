@@ -45,6 +45,15 @@ type Transport struct {
 	// Status says how the transport will run on this host, for a
 	// launcher's verbose output ("" for nothing to say).
 	Status func() string
+
+	// OneHost says that a launched job's ranks must all run on the
+	// launcher's host (shared memory): a launcher refuses ranks on
+	// other hosts.
+	OneHost bool
+	// Network says that the ranks of a launched job talk over TCP: a
+	// launcher gives each an address to listen on, and passes on its
+	// settings for TCP peers (timeout, polling).
+	Network bool
 }
 
 // Joined is a rank's place in a launched job, as a transport's Join makes
