@@ -56,7 +56,7 @@ type core struct {
 
 	winsMu sync.Mutex
 	wins   map[uint32]*Win
-	byKey  atomic.Pointer[map[transport.Key]*Win] // windows by data key, for notices; copy-on-write under winsMu
+	byKey  atomic.Pointer[keyTable] // windows by key, for notices; copy-on-write under winsMu
 
 	sleepers atomic.Int32 // goroutines asleep in wait, to be woken by wake
 

@@ -24,6 +24,12 @@ const inboxSlots = 128
 // overflow. Nothing allocates once the overflow buffer has grown. The
 // zero value is an empty inbox.
 type inbox struct {
+	// The padding keeps enq, which every producer writes, off the lines
+	// of whatever precedes the inbox in its struct (a window's fields
+	// that its owner reads as it polls): a Go struct is not aligned to
+	// cache lines, so the line around enq may start up to 56 bytes
+	// before it.
+	_   [64]byte
 	enq atomic.Uint64 // next position to claim
 	_   [56]byte
 	deq uint64 // next position to take; the owner's only

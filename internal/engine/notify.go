@@ -35,13 +35,16 @@ type counterSet struct{ v []atomic.Uint64 }
 
 // handleNotice runs at the target for every notified operation.
 func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
-	m := c.byKey.Load()
-	if m == nil {
+	t := c.byKey.Load()
+	if t == nil {
 		return
 	}
-	w := (*m)[key]
-	if w == nil {
-		return
+	w := t.last.Load()
+	if w == nil || (key != w.key && key != w.ctlKey) {
+		if w = t.m[key]; w == nil {
+			return
+		}
+		t.last.Store(w)
 	}
 	if key == w.ctlKey {
 		w.handleCtl(src, n)
@@ -102,15 +105,25 @@ func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) (done b
 	return r.matched == r.count
 }
 
-// publishKeys rebuilds the key-to-window map that handleNotice reads
-// without locks; the caller holds c.winsMu.
+// keyTable is the windows of a Comm by key (data and control), as
+// handleNotice reads them without locks, and the window of the last
+// notice: a stream of notices to one window compares keys rather than
+// hash them (a Key is 32 bytes). A new table, with no last window,
+// replaces it whenever a window comes or goes, so a window found here
+// is one that existed when the table was made.
+type keyTable struct {
+	m    map[transport.Key]*Win
+	last atomic.Pointer[Win]
+}
+
+// publishKeys rebuilds the key table; the caller holds c.winsMu.
 func (c *Comm) publishKeys() {
-	m := make(map[transport.Key]*Win, 2*len(c.wins))
+	t := &keyTable{m: make(map[transport.Key]*Win, 2*len(c.wins))}
 	for _, w := range c.wins {
-		m[w.key] = w
-		m[w.ctlKey] = w
+		t.m[w.key] = w
+		t.m[w.ctlKey] = w
 	}
-	c.byKey.Store(&m)
+	c.byKey.Store(t)
 }
 
 // checkNotice validates the notice of an operation to target before

@@ -247,13 +247,19 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	c.publishKeys()
 	c.winsMu.Unlock()
 
-	const infoLen = 40
+	// Each rank's record: window id, size, unit, then the keys of the
+	// window and of its control region, as the transport made them.
+	const (
+		infoKey    = 24
+		infoCtlKey = infoKey + transport.KeySize
+		infoLen    = infoCtlKey + transport.KeySize
+	)
 	var info [infoLen]byte
 	binary.LittleEndian.PutUint64(info[0:], uint64(w.id))
-	binary.LittleEndian.PutUint64(info[8:], uint64(w.key))
-	binary.LittleEndian.PutUint64(info[16:], uint64(len(buf)))
-	binary.LittleEndian.PutUint64(info[24:], uint64(w.ctlKey))
-	binary.LittleEndian.PutUint64(info[32:], uint64(w.unit))
+	binary.LittleEndian.PutUint64(info[8:], uint64(len(buf)))
+	binary.LittleEndian.PutUint64(info[16:], uint64(w.unit))
+	copy(info[infoKey:], w.key[:])
+	copy(info[infoCtlKey:], w.ctlKey[:])
 	all := make([]byte, infoLen*n)
 	fail := func(e error) (*Win, error) {
 		c.winsMu.Lock()
@@ -272,12 +278,12 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		if id := uint32(binary.LittleEndian.Uint64(rec[0:])); id != w.id {
 			return fail(opErr(op, c.rank, ErrCollective, "rank %d creates window %d, this rank %d", r, id, w.id))
 		}
-		w.sizes[r] = int(binary.LittleEndian.Uint64(rec[16:]))
-		w.units[r] = int(binary.LittleEndian.Uint64(rec[32:]))
-		if w.regions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[8:])), w.sizes[r]); err != nil {
+		w.sizes[r] = int(binary.LittleEndian.Uint64(rec[8:]))
+		w.units[r] = int(binary.LittleEndian.Uint64(rec[16:]))
+		if w.regions[r], err = c.ep.Region(r, transport.Key(rec[infoKey:infoCtlKey]), w.sizes[r]); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "region of rank %d: %v", r, err))
 		}
-		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(binary.LittleEndian.Uint64(rec[24:])), ctlSize(n)); err != nil {
+		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(rec[infoCtlKey:infoLen]), ctlSize(n)); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
 		}
 		if wr, ok := w.ctlRegions[r].(transport.WordRegion); ok && c.ep.Caps().Direct {

@@ -15,7 +15,7 @@ func TestHandlers(t *testing.T) {
 		t.Fatal("AMID 2 has a handler; only 3 was set")
 	}
 	h.AM(3)(0, nil, nil)
-	h.Notice()(0, 0, Notice{})
+	h.Notice()(0, Key{}, Notice{})
 	h.Failure()(0, nil)
 	if len(got) != 3 || got[0] != "am" || got[1] != "notice" || got[2] != "failure" {
 		t.Fatalf("handlers ran %v", got)

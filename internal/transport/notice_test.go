@@ -69,3 +69,29 @@ func FuzzNoticeOf(f *testing.F) {
 		}
 	})
 }
+
+// TestWordKey: a word key gives its word back, a key with bytes past the
+// word is not one, and keys print as the hexadecimal of their used bytes.
+func TestWordKey(t *testing.T) {
+	for _, v := range []uint64{0, 1, 0x1234, 1<<64 - 1} {
+		if w, ok := WordKey(v).AsWord(); !ok || w != v {
+			t.Errorf("WordKey(%#x).AsWord() = %#x, %v", v, w, ok)
+		}
+	}
+	k := WordKey(5)
+	k[KeySize-1] = 1
+	if _, ok := k.AsWord(); ok {
+		t.Error("a key with a byte past its first word is taken for a word key")
+	}
+	if k == WordKey(5) {
+		t.Error("keys that differ past the first word compare equal")
+	}
+	for _, c := range []struct {
+		k    Key
+		want string
+	}{{Key{}, "0x00"}, {WordKey(0x0102), "0x0201"}} {
+		if got := c.k.String(); got != c.want {
+			t.Errorf("String() = %q, want %q", got, c.want)
+		}
+	}
+}

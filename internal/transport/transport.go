@@ -17,17 +17,52 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 )
 
-// Key names an exposed region at the rank that exposed it. Keys are
-// exchanged by the engine (as MPI exchanges rkeys) and are meaningful only
-// together with the rank that issued them.
-type Key uint64
+// Key names an exposed region at the rank that exposed it: Expose
+// returns it, the engine sends it to the other ranks (as MPI exchanges
+// rkeys), an origin's Region takes it, and a notice's handler gets it
+// back at the target. It is meaningful only together with the rank that
+// issued it, and opaque outside its transport, which fills as much of it
+// as it needs: a table slot and generation for shared memory, a number for
+// TCP, an address and a remote key for RDMA (fi_mr_key, an rkey). The
+// zero Key names no region.
+type Key [KeySize]byte
+
+// KeySize is the size of a Key in bytes: room for an RDMA address and
+// remote key beside a transport's own index, and for a transport that
+// combines two others (hybrid) to hold one key of each.
+const KeySize = 32
+
+// WordKey returns the Key of a transport whose keys are one 64-bit word:
+// v in its first 8 bytes, little-endian, and zeros after (AsWord).
+func WordKey(v uint64) Key {
+	var k Key
+	binary.LittleEndian.PutUint64(k[:8], v)
+	return k
+}
+
+// String returns k in hexadecimal, without its trailing zero bytes.
+func (k Key) String() string {
+	n := len(k)
+	for n > 1 && k[n-1] == 0 {
+		n--
+	}
+	return fmt.Sprintf("%#x", k[:n])
+}
+
+// AsWord returns the word WordKey stored in k, and whether k is such a
+// key (its bytes after the first 8 are zero).
+func (k Key) AsWord() (uint64, bool) {
+	return binary.LittleEndian.Uint64(k[:8]), [KeySize - 8]byte(k[8:]) == [KeySize - 8]byte{}
+}
 
 // NoticeKind says how the target of an operation is told of it.
 type NoticeKind uint8

@@ -132,7 +132,7 @@ func (e *endpoint) isClosing() bool {
 // Expose exposes m at the inner endpoint.
 func (e *endpoint) Expose(m []byte) (transport.Key, error) {
 	if e.isClosing() {
-		return 0, transport.ErrClosed
+		return transport.Key{}, transport.ErrClosed
 	}
 	return e.inner.Expose(m)
 }

@@ -24,13 +24,10 @@
 // # Keys
 //
 // Expose exposes the memory on both inner endpoints and returns one key
-// that packs both inner keys: the low RemoteKeyBits (26) bits hold the
-// TCP key, the high LocalKeyBits (38) the shm key XOR the TCP key. Region
-// uses the half of the endpoint it routes to; Unexpose withdraws both.
-// The XOR makes a key that is wrong in its low bits wrong for both
-// endpoints, so either refuses it. An inner key that does not fit fails
-// Expose with ErrKeySpace (key.go explains the split: some 67 million
-// exposures in the life of an endpoint). Notices from an inner endpoint
+// that holds both inner keys, the shm key in its first half and the TCP
+// key in its second (key.go). Region uses the half of the endpoint it
+// routes to; Unexpose withdraws both. An inner key that does not fit in
+// half a key fails Expose with ErrKeySpace. Notices from an inner endpoint
 // name its inner key: two maps, from shm key and from TCP key to hybrid
 // key, replaced on each Expose and Unexpose and read with one atomic load,
 // turn it back into the hybrid key.

@@ -244,23 +244,23 @@ func (e *Endpoint) localErr(target int, err error) error {
 // if an inner key does not fit its part of the hybrid key.
 func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 	if !e.open() {
-		return 0, transport.ErrClosed
+		return transport.Key{}, transport.ErrClosed
 	}
 	kl, err := e.local.Expose(m)
 	if err != nil {
-		return 0, err
+		return transport.Key{}, err
 	}
 	kr, err := e.remote.Expose(m)
 	if err != nil {
 		e.local.Unexpose(kl)
-		return 0, err
+		return transport.Key{}, err
 	}
 	key, ok := pack(kl, kr)
 	if !ok {
 		e.local.Unexpose(kl)
 		e.remote.Unexpose(kr)
-		return 0, fmt.Errorf("hybrid: local key %#x (limit %#x), remote key %#x (limit %#x): %w",
-			kl, uint64(1)<<LocalKeyBits-1, kr, uint64(1)<<RemoteKeyBits-1, ErrKeySpace)
+		return transport.Key{}, fmt.Errorf("hybrid: local key %v, remote key %v (at most %d bytes each): %w",
+			kl, kr, halfKey, ErrKeySpace)
 	}
 	e.expMu.Lock()
 	defer e.expMu.Unlock()
@@ -292,7 +292,7 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 	e.expMu.Lock()
 	if !e.live[key] {
 		e.expMu.Unlock()
-		return fmt.Errorf("hybrid: unexpose key %#x at rank %d: %w", uint64(key), e.rank, transport.ErrNoRegion)
+		return fmt.Errorf("hybrid: unexpose key %v at rank %d: %w", key, e.rank, transport.ErrNoRegion)
 	}
 	delete(e.live, key)
 	e.expMu.Unlock()
@@ -454,7 +454,7 @@ func (e *Endpoint) localNotice(src int, key transport.Key, n transport.Notice) {
 func (e *Endpoint) fromLocal(src int, key transport.Key) (int, transport.Key, bool) {
 	g, ok := e.global(src)
 	if !ok {
-		return 0, 0, false
+		return 0, transport.Key{}, false
 	}
 	k, ok := e.keys.Load().fromLocal[key]
 	return g, k, ok

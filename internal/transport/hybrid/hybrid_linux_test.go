@@ -482,23 +482,26 @@ type keyShift struct {
 	live map[transport.Key]bool
 }
 
-const shift = transport.Key(1) << 40
+// wide returns key with a byte set past half a key, too large for the
+// remote half of a hybrid key; narrow undoes it.
+func wide(key transport.Key) transport.Key   { key[halfKey] |= 0x80; return key }
+func narrow(key transport.Key) transport.Key { key[halfKey] &^= 0x80; return key }
 
 func (k *keyShift) Expose(m []byte) (transport.Key, error) {
 	key, err := k.Endpoint.Expose(m)
 	if err == nil {
 		k.mu.Lock()
-		k.live[key+shift] = true
+		k.live[wide(key)] = true
 		k.mu.Unlock()
 	}
-	return key + shift, err
+	return wide(key), err
 }
 
 func (k *keyShift) Unexpose(key transport.Key) error {
 	k.mu.Lock()
 	delete(k.live, key)
 	k.mu.Unlock()
-	return k.Endpoint.Unexpose(key - shift)
+	return k.Endpoint.Unexpose(narrow(key))
 }
 
 // shmRecorder records what an shm endpoint exposes.
@@ -538,7 +541,7 @@ func TestExposeKeySpace(t *testing.T) {
 	b := mem.Alloc(8)
 	defer mem.Free(b)
 	if _, err := e.Expose(b); !errors.Is(err, ErrKeySpace) {
-		t.Fatalf("Expose with a remote key beyond %d bits: %v, want ErrKeySpace", RemoteKeyBits, err)
+		t.Fatalf("Expose with a remote key beyond %d bytes: %v, want ErrKeySpace", halfKey, err)
 	}
 	if len(ls.live) != 0 || len(rs.live) != 0 {
 		t.Errorf("exposures left behind: local %v, remote %v", ls.live, rs.live)

@@ -136,7 +136,7 @@ type Endpoint struct {
 	// entry's users. It is taken before any endpoint's hmu, never after.
 	mu      sync.Mutex
 	regions map[transport.Key]*entry // nil once shut down
-	lastKey transport.Key
+	lastKey uint64                   // the word of the last key given out (transport.WordKey)
 
 	// hmu guards handles, the cache of the Region handles this endpoint
 	// has issued as an origin, by (target, key, size). It is a leaf lock.
@@ -213,11 +213,12 @@ func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.state.Load() != epOpen {
-		return 0, transport.ErrClosed
+		return transport.Key{}, transport.ErrClosed
 	}
 	e.lastKey++
-	e.regions[e.lastKey] = &entry{mem: m}
-	return e.lastKey, nil
+	key := transport.WordKey(e.lastKey)
+	e.regions[key] = &entry{mem: m}
+	return key, nil
 }
 
 // Unexpose withdraws the region key: every handle for it, from any origin,
@@ -232,7 +233,7 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 	}
 	ent := e.regions[key]
 	if ent == nil {
-		return fmt.Errorf("local: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
+		return fmt.Errorf("local: unexpose key %v at rank %d: %w", key, e.rank, transport.ErrNoRegion)
 	}
 	delete(e.regions, key)
 	ent.withdraw(hNoRegion)
@@ -262,7 +263,7 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	}
 	ent := t.regions[key]
 	if ent == nil {
-		return nil, fmt.Errorf("local: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+		return nil, fmt.Errorf("local: key %v at rank %d: %w", key, target, transport.ErrNoRegion)
 	}
 	if size < 0 || size > len(ent.mem) {
 		return nil, fmt.Errorf("local: handle of %d bytes on a region of %d: %w", size, len(ent.mem), transport.ErrBounds)

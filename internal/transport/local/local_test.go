@@ -225,7 +225,7 @@ func TestCloseAndKill(t *testing.T) {
 	if err := f.Endpoint(2).Close(); err != nil {
 		t.Errorf("Close of a killed endpoint: %v", err)
 	}
-	if _, err := f.Endpoint(1).Region(2, 1, 0); !errors.Is(err, transport.ErrPeer) {
+	if _, err := f.Endpoint(1).Region(2, transport.WordKey(1), 0); !errors.Is(err, transport.ErrPeer) {
 		t.Errorf("Region of a killed rank: %v, want ErrPeer", err)
 	}
 }
@@ -365,7 +365,7 @@ func TestConcurrentLifecycle(t *testing.T) {
 					return
 				default:
 				}
-				r, err := f.Endpoint(rank).Region(0, transport.Key(cur.Load()), 64)
+				r, err := f.Endpoint(rank).Region(0, transport.WordKey(cur.Load()), 64)
 				if err == nil {
 					err = r.Accumulate(8, mem.Sum, mem.Int64, one, nil, transport.TagNotice(transport.NoticeTag, 0), nil)
 				}
@@ -382,14 +382,14 @@ func TestConcurrentLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cur.Store(uint64(key))
+		cur.Store(keyWord(key))
 		runtime.Gosched()
 		if err := f.Endpoint(0).Unexpose(key); err != nil {
 			t.Fatal(err)
 		}
 	}
 	key, _ := f.Endpoint(0).Expose(mem.Alloc(64))
-	cur.Store(uint64(key))
+	cur.Store(keyWord(key))
 	for rank := n - 1; rank >= 0; rank-- {
 		if err := f.Endpoint(rank).Close(); err != nil {
 			t.Fatal(err)
@@ -397,4 +397,10 @@ func TestConcurrentLifecycle(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// keyWord returns the word of a key of this transport (transport.WordKey).
+func keyWord(k transport.Key) uint64 {
+	w, _ := k.AsWord()
+	return w
 }

@@ -16,7 +16,7 @@ import (
 // the other ranks.
 func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 	if e.closed.Load() {
-		return 0, transport.ErrClosed
+		return transport.Key{}, transport.ErrClosed
 	}
 	var seg uint32
 	var off int
@@ -24,13 +24,13 @@ func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 		var ok bool
 		seg, off, ok = e.heap.locate(m)
 		if !ok {
-			return 0, errors.New("shm: memory is not in a shared segment of this process (allocate it with the library's allocator while the transport is set up)")
+			return transport.Key{}, errors.New("shm: memory is not in a shared segment of this process (allocate it with the library's allocator while the transport is set up)")
 		}
 	}
 	e.expMu.Lock()
 	defer e.expMu.Unlock()
 	if len(e.free) == 0 {
-		return 0, fmt.Errorf("shm: more than %d regions exposed", maxExpose)
+		return transport.Key{}, fmt.Errorf("shm: more than %d regions exposed", maxExpose)
 	}
 	idx := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
@@ -38,7 +38,7 @@ func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 	x := &e.own.exposures[idx]
 	x.pid, x.seg, x.off, x.len = uint32(os.Getpid()), seg, uint64(off), uint64(len(m))
 	x.gen.Store(e.nextGen)
-	return transport.Key(e.nextGen<<keyIdxBit | uint64(idx)), nil
+	return shmKey(e.nextGen, idx), nil
 }
 
 // Unexpose withdraws a region: handles on it fail with
@@ -47,12 +47,11 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 	if e.closed.Load() {
 		return transport.ErrClosed
 	}
-	idx := int(key & (1<<keyIdxBit - 1))
-	gen := uint64(key) >> keyIdxBit
+	idx, gen, ok := splitKey(key)
 	e.expMu.Lock()
 	defer e.expMu.Unlock()
-	if idx >= maxExpose || gen == 0 || e.own.exposures[idx].gen.Load() != gen {
-		return fmt.Errorf("shm: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
+	if !ok || e.own.exposures[idx].gen.Load() != gen {
+		return fmt.Errorf("shm: unexpose key %v at rank %d: %w", key, e.rank, transport.ErrNoRegion)
 	}
 	e.own.exposures[idx].gen.Store(0)
 	e.free = append(e.free, idx)
@@ -65,15 +64,14 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	if err := e.peerErr(target); err != nil {
 		return nil, err
 	}
-	idx := int(key & (1<<keyIdxBit - 1))
-	gen := uint64(key) >> keyIdxBit
+	idx, gen, ok := splitKey(key)
 	t := e.peers[target]
-	if idx >= maxExpose || gen == 0 {
-		return nil, fmt.Errorf("shm: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+	if !ok {
+		return nil, fmt.Errorf("shm: key %v at rank %d: %w", key, target, transport.ErrNoRegion)
 	}
 	x := &t.exposures[idx]
 	if x.gen.Load() != gen {
-		return nil, fmt.Errorf("shm: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+		return nil, fmt.Errorf("shm: key %v at rank %d: %w", key, target, transport.ErrNoRegion)
 	}
 	pid, seg, off, n := x.pid, x.seg, x.off, x.len
 	if size < 0 || uint64(size) > n {
@@ -93,7 +91,23 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 		r.mem = segMem[off : off+uint64(size)]
 	}
 	if x.gen.Load() != gen {
-		return nil, fmt.Errorf("shm: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+		return nil, fmt.Errorf("shm: key %v at rank %d: %w", key, target, transport.ErrNoRegion)
 	}
 	return r, nil
+}
+
+// shmKey returns the key of the exposure in table slot idx in generation
+// gen (the count of the endpoint's exposures): one word, generation above
+// slot.
+func shmKey(gen uint64, idx int) transport.Key {
+	return transport.WordKey(gen<<keyIdxBit | uint64(idx))
+}
+
+// splitKey returns the table slot and generation of key, and false if key
+// cannot be a key of this transport (not a word, a slot past the table,
+// generation 0).
+func splitKey(key transport.Key) (idx int, gen uint64, ok bool) {
+	w, ok := key.AsWord()
+	idx, gen = int(w&(1<<keyIdxBit-1)), w>>keyIdxBit
+	return idx, gen, ok && idx < maxExpose && gen != 0
 }

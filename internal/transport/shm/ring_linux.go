@@ -66,7 +66,7 @@ func (c *ctl) publish(pos uint64, src int, key transport.Key, n transport.Notice
 	s.kind = uint8(n.Kind())
 	s.op = uint8(n.Op())
 	s.tag = n.Tag()
-	s.key = uint64(key)
+	s.key, _ = key.AsWord()
 	s.offset = n.Offset()
 	s.value = n.Value()
 	s.storeSeq(pos+1, c.relaxed)
@@ -77,9 +77,9 @@ func (c *ctl) publish(pos uint64, src int, key transport.Key, n transport.Notice
 func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, ok bool) {
 	s := &c.slots[deq&uint64(len(c.slots)-1)]
 	if s.loadSeq() != deq+1 {
-		return 0, 0, n, false
+		return 0, key, n, false
 	}
-	src, key = int(s.src), transport.Key(s.key)
+	src, key = int(s.src), transport.WordKey(s.key)
 	n = transport.NoticeOf(transport.NoticeKind(s.kind), transport.SignalOp(s.op), s.tag, s.offset, s.value)
 	return src, key, n, true
 }

@@ -35,11 +35,12 @@ func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
 	if !e.open() {
-		return 0, transport.ErrClosed
+		return transport.Key{}, transport.ErrClosed
 	}
 	e.lastKey++
-	e.regions[e.lastKey] = &exposed{mem: m}
-	return e.lastKey, nil
+	key := transport.WordKey(e.lastKey)
+	e.regions[key] = &exposed{mem: m}
+	return key, nil
 }
 
 // acquire returns the region key with its lock held for reading, or nil
@@ -83,7 +84,7 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 	delete(e.regions, key)
 	e.rmu.Unlock()
 	if x == nil {
-		return fmt.Errorf("tcp: unexpose key %d at rank %d: %w", key, e.rank, transport.ErrNoRegion)
+		return fmt.Errorf("tcp: unexpose key %v at rank %d: %w", key, e.rank, transport.ErrNoRegion)
 	}
 	users := x.withdraw()
 	x.mu.Lock()
@@ -98,7 +99,7 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 			continue
 		}
 		w := newWaiter()
-		if o.send(&header{kind: KindWithdraw, key: uint64(key)}, nil, &call{w: w}) == nil {
+		if o.send(&header{kind: KindWithdraw, key: keyWord(key)}, nil, &call{w: w}) == nil {
 			waits = append(waits, w)
 		}
 	}
@@ -112,4 +113,11 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 		}
 	}
 	return nil
+}
+
+// keyWord returns the word a frame carries for key: this transport's keys
+// are one word (transport.WordKey), and Region refuses any other.
+func keyWord(key transport.Key) uint64 {
+	w, _ := key.AsWord()
+	return w
 }

@@ -164,7 +164,7 @@ func TestSilentPeer(t *testing.T) {
 		f := newFakePeer(t, NewSecret(), true, false)
 		e, failures := endpointWithFake(t, f, timeout)
 		start := time.Now()
-		_, err := e.Region(1, 1, 64)
+		_, err := e.Region(1, transport.WordKey(1), 64)
 		checkPeerFailed(t, "Region", err, start, bound, failures)
 		if f.count(KindLookup) != 1 {
 			t.Errorf("the fake received %d lookups, want 1", f.count(KindLookup))
@@ -174,7 +174,7 @@ func TestSilentPeer(t *testing.T) {
 	t.Run("flush after put", func(t *testing.T) {
 		f := newFakePeer(t, NewSecret(), true, true)
 		e, failures := endpointWithFake(t, f, timeout)
-		r, err := e.Region(1, 1, 64)
+		r, err := e.Region(1, transport.WordKey(1), 64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestSilentPeer(t *testing.T) {
 		// silent.
 		f := newFakePeer(t, NewSecret(), true, true)
 		e, failures := endpointWithFake(t, f, timeout)
-		if _, err := e.Region(1, 1, 64); err != nil {
+		if _, err := e.Region(1, transport.WordKey(1), 64); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -233,7 +233,7 @@ func TestSilentPeer(t *testing.T) {
 		f := newFakePeer(t, NewSecret(), false, false)
 		e, failures := endpointWithFake(t, f, timeout)
 		start := time.Now()
-		_, err := e.Region(1, 1, 64)
+		_, err := e.Region(1, transport.WordKey(1), 64)
 		checkPeerFailed(t, "Region", err, start, bound, failures)
 	})
 }
@@ -353,7 +353,7 @@ func testConnectionCut(t *testing.T, cut func(eps []*Endpoint)) {
 	if err := eps[0].Flush(ctx, 1); !errors.Is(err, transport.ErrPeer) {
 		t.Errorf("Flush after the cut: %v, want an error matching ErrPeer", err)
 	}
-	if _, err := eps[0].Region(1, 1, 8); !errors.Is(err, transport.ErrPeer) {
+	if _, err := eps[0].Region(1, transport.WordKey(1), 8); !errors.Is(err, transport.ErrPeer) {
 		t.Errorf("Region after the cut: %v, want an error matching ErrPeer", err)
 	}
 	// Closing rank 0 reports nothing more.

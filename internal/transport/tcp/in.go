@@ -132,7 +132,7 @@ func (in *inConn) handle(h *header) error {
 				return err
 			}
 		}
-		x := ep.acquire(transport.Key(h.key))
+		x := ep.acquire(transport.WordKey(h.key))
 		if x == nil {
 			in.refuse(StatusNoRegion)
 			return in.discard(n)
@@ -155,7 +155,7 @@ func (in *inConn) handle(h *header) error {
 
 	case KindGet:
 		n := int(h.result)
-		x := ep.acquire(transport.Key(h.key))
+		x := ep.acquire(transport.WordKey(h.key))
 		if x == nil {
 			return in.reply(h.id, StatusNoRegion, nil)
 		}
@@ -203,7 +203,7 @@ func (in *inConn) handle(h *header) error {
 
 	case KindLookup:
 		st := StatusOK
-		x := ep.acquire(transport.Key(h.key))
+		x := ep.acquire(transport.WordKey(h.key))
 		switch {
 		case x == nil:
 			st = StatusNoRegion
@@ -219,7 +219,7 @@ func (in *inConn) handle(h *header) error {
 		return in.reply(h.id, st, nil)
 
 	case KindWithdraw:
-		ep.withdrawHandles(in.p.rank, transport.Key(h.key))
+		ep.withdrawHandles(in.p.rank, transport.WordKey(h.key))
 		return in.reply(h.id, StatusOK, nil)
 
 	case KindPing:
@@ -273,7 +273,7 @@ func (in *inConn) atomic(h *header) error {
 	case h.op == mem.NoOp && n == 0:
 		span = int(h.result)
 	}
-	x := in.p.ep.acquire(transport.Key(h.key))
+	x := in.p.ep.acquire(transport.WordKey(h.key))
 	if x == nil {
 		if err := release(); err != nil {
 			return err
@@ -479,7 +479,7 @@ func (in *inConn) notify(h *header) {
 		return
 	}
 	if f := in.p.ep.Notice(); f != nil {
-		f(in.p.rank, transport.Key(h.key), h.noticeOf())
+		f(in.p.rank, transport.WordKey(h.key), h.noticeOf())
 		in.delivered = true
 	}
 }

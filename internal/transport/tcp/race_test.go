@@ -70,7 +70,7 @@ func TestRaceRegistryReusedDialPort(t *testing.T) {
 	if err := clientHandshake(c, secret, 0, 1, 2, time.Now().Add(waitLimit)); err != nil {
 		t.Fatal(err)
 	}
-	req := append(frame(header{kind: KindPut, key: uint64(w.key), length: 4}, []byte("data")), frame(header{kind: KindFlush, id: 1}, nil)...)
+	req := append(frame(header{kind: KindPut, key: keyWord(w.key), length: 4}, []byte("data")), frame(header{kind: KindFlush, id: 1}, nil)...)
 	if _, err := c.Write(req); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRaceRegistryReusedListenPort(t *testing.T) {
 		f.wg.Wait()
 	}()
 	e, _ := endpointWithFake(t, f, 2*time.Second)
-	if _, err := e.Region(1, 1, 64); err != nil {
+	if _, err := e.Region(1, transport.WordKey(1), 64); err != nil {
 		if o := e.peers[1].out.Load(); o != nil {
 			// Release the reader that waits for counts.
 			raceCounter(o.c.RemoteAddr(), o.c.LocalAddr()).Add(1 << 40)

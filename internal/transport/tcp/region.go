@@ -55,6 +55,9 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	if size < 0 {
 		return nil, fmt.Errorf("tcp: handle of %d bytes: %w", size, transport.ErrBounds)
 	}
+	if _, ok := key.AsWord(); !ok {
+		return nil, fmt.Errorf("tcp: key %v at rank %d: %w", key, target, transport.ErrNoRegion)
+	}
 	hk := handleKey{target, key, size}
 	e.hmu.Lock()
 	h := e.handles[hk]
@@ -66,7 +69,7 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	if p == nil {
 		x := e.acquire(key)
 		if x == nil {
-			return nil, fmt.Errorf("tcp: key %d at rank %d: %w", key, target, transport.ErrNoRegion)
+			return nil, fmt.Errorf("tcp: key %v at rank %d: %w", key, target, transport.ErrNoRegion)
 		}
 		n := len(x.mem)
 		x.mu.RUnlock()
@@ -84,7 +87,7 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 		}
 		defer e.endLookup(lk)
 		w := newWaiter()
-		if err := h.o.send(&header{kind: KindLookup, key: uint64(key), off: uint64(size)}, nil, &call{w: w}); err != nil {
+		if err := h.o.send(&header{kind: KindLookup, key: keyWord(key), off: uint64(size)}, nil, &call{w: w}); err != nil {
 			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
@@ -96,7 +99,7 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 			return nil, p.err()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("tcp: key %d of %d bytes at rank %d: %w", key, size, target, err)
+			return nil, fmt.Errorf("tcp: key %v of %d bytes at rank %d: %w", key, size, target, err)
 		}
 	}
 	e.hmu.Lock()
@@ -105,7 +108,7 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 		return nil, transport.ErrClosed
 	}
 	if l := e.lookups[hk.lookup()]; l != nil && l.withdrawn {
-		return nil, fmt.Errorf("tcp: key %d at rank %d was withdrawn: %w", key, target, transport.ErrNoRegion)
+		return nil, fmt.Errorf("tcp: key %v at rank %d was withdrawn: %w", key, target, transport.ErrNoRegion)
 	}
 	e.handles[hk] = h
 	return h, nil
@@ -186,7 +189,7 @@ func (r *region) usable() error {
 	case hClosed:
 		return transport.ErrClosed
 	case hNoRegion:
-		return fmt.Errorf("tcp: key %d: %w", r.key, transport.ErrNoRegion)
+		return fmt.Errorf("tcp: key %v: %w", r.key, transport.ErrNoRegion)
 	}
 	if !r.ep.open() {
 		return transport.ErrClosed
@@ -215,7 +218,7 @@ func (r *region) local(n transport.Notice, apply func(m []byte) error) error {
 	x.mu.RLock()
 	if x.dead {
 		x.mu.RUnlock()
-		return fmt.Errorf("tcp: key %d: %w", r.key, transport.ErrNoRegion)
+		return fmt.Errorf("tcp: key %v: %w", r.key, transport.ErrNoRegion)
 	}
 	err := apply(x.mem[:r.size])
 	x.mu.RUnlock()
@@ -246,7 +249,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 	}
 	for {
 		chunk := src[:min(len(src), chunkPayload)]
-		h := header{kind: KindPut, key: uint64(r.key), off: uint64(off)}
+		h := header{kind: KindPut, key: keyWord(r.key), off: uint64(off)}
 		last := len(chunk) == len(src)
 		if last {
 			h.setNotice(n)
@@ -281,7 +284,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 	}
 	for {
 		chunk := dst[:min(len(dst), chunkPayload)]
-		h := header{kind: KindGet, key: uint64(r.key), off: uint64(off), result: uint32(len(chunk))}
+		h := header{kind: KindGet, key: keyWord(r.key), off: uint64(off), result: uint32(len(chunk))}
 		last := len(chunk) == len(dst)
 		if last {
 			h.setNotice(n)
@@ -330,7 +333,7 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 	}
 	for done := 0; ; {
 		k := min(span-done, chunkPayload)
-		h := header{kind: KindAccumulate, op: op, typ: t, key: uint64(r.key), off: uint64(off + done)}
+		h := header{kind: KindAccumulate, op: op, typ: t, key: keyWord(r.key), off: uint64(off + done)}
 		last := done+k == span
 		if last {
 			h.setNotice(n)
@@ -373,7 +376,7 @@ func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, 
 		return r.local(n, func(m []byte) error { return local.CompareSwapAt(m, off, t, compare, swap, result) })
 	}
 	size := t.Size()
-	h := header{kind: KindCompareSwap, typ: t, key: uint64(r.key), off: uint64(off)}
+	h := header{kind: KindCompareSwap, typ: t, key: keyWord(r.key), off: uint64(off)}
 	h.setNotice(n)
 	var ops [16]byte
 	copy(ops[:], compare[:size])

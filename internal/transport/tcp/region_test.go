@@ -145,7 +145,7 @@ func TestUnexposeStalledPut(t *testing.T) {
 		t.Fatalf("handshake as rank 2: %v", err)
 	}
 	payload := bytes.Repeat([]byte{0xEE}, size)
-	put := frame(header{kind: KindPut, key: uint64(w.key), length: size,
+	put := frame(header{kind: KindPut, key: keyWord(w.key), length: size,
 		notice: uint8(transport.NoticeTag), tag: 3}, payload[:sent])
 	if _, err := c.Write(put); err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func TestUnexposeStalledGet(t *testing.T) {
 			offset := func(i int) int { return i * tc.size % region }
 			var gets []byte
 			for i := range tc.count {
-				gets = append(gets, frame(header{kind: KindGet, id: uint32(i + 1), key: uint64(w.key),
+				gets = append(gets, frame(header{kind: KindGet, id: uint32(i + 1), key: keyWord(w.key),
 					off: uint64(offset(i)), result: uint32(tc.size)}, nil)...)
 			}
 			// The target may stop reading the gets once its replies

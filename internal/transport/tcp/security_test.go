@@ -241,7 +241,7 @@ func TestRefusedHandshake(t *testing.T) {
 	secret := NewSecret()
 	wrong := NewSecret()
 	put := func(w *watched) []byte {
-		return frame(header{kind: KindPut, key: uint64(w.key), off: 16, length: 8,
+		return frame(header{kind: KindPut, key: keyWord(w.key), off: 16, length: 8,
 			notice: uint8(transport.NoticeTag), tag: 1}, []byte("INTRUDER"))
 	}
 	cases := []struct {
@@ -402,7 +402,7 @@ func TestMaliciousFrames(t *testing.T) {
 			}
 			// The impostor is a rank as far as the target knows: its
 			// put to the control region lands and is notified.
-			ok := append(frame(header{kind: KindPut, key: uint64(ctlKey), off: 0, length: 4,
+			ok := append(frame(header{kind: KindPut, key: keyWord(ctlKey), off: 0, length: 4,
 				notice: uint8(transport.NoticeTag), tag: 1}, []byte("real")),
 				frame(header{kind: KindFlush, id: 1}, nil)...)
 			if _, err := c.Write(ok); err != nil {
@@ -415,7 +415,7 @@ func TestMaliciousFrames(t *testing.T) {
 				t.Fatalf("%d notices for the impostor's valid put, want 1", n)
 			}
 
-			if _, err := c.Write(tc.frame(uint64(w.key))); err != nil {
+			if _, err := c.Write(tc.frame(keyWord(w.key))); err != nil {
 				t.Fatal(err)
 			}
 			if !tc.frameErr {
@@ -483,7 +483,7 @@ func TestForgedLength(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			if _, err := c.Write(tc.frame(uint64(w.key))); err != nil {
+			if _, err := c.Write(tc.frame(keyWord(w.key))); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.CloseWrite(); err != nil {

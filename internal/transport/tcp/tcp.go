@@ -96,7 +96,7 @@ type Endpoint struct {
 
 	rmu     sync.RWMutex
 	regions map[transport.Key]*exposed
-	lastKey transport.Key
+	lastKey uint64 // the word of the last key given out (transport.WordKey)
 
 	hmu     sync.Mutex
 	handles map[handleKey]*region

@@ -131,7 +131,7 @@ func TestProtocolVersion(t *testing.T) {
 		defer e.Close()
 		failed := make(chan error, 1)
 		e.SetFailureHandler(func(_ int, err error) { failed <- err })
-		_, err = e.Region(1, 1, 64)
+		_, err = e.Region(1, transport.WordKey(1), 64)
 		if !errors.Is(err, transport.ErrPeer) || !errors.Is(err, ErrVersion) {
 			t.Errorf("Region: %v, want an error matching ErrPeer and ErrVersion", err)
 		}

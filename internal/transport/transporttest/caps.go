@@ -3,6 +3,7 @@ package transporttest
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -114,11 +115,12 @@ func testRegionLookup(t *testing.T, f factory) {
 	_, k2 := e.expose(1, 64)
 	_, k3 := e.expose(0, 64)
 	if k1 == k2 {
-		t.Fatalf("two regions exposed by rank 1 have the same key %d", k1)
+		t.Fatalf("two regions exposed by rank 1 have the same key %v", k1)
 	}
-	bogus := max(k1, k2, k3) + 1000
-	if _, err := e.eps[0].Region(1, bogus, 64); !errors.Is(err, transport.ErrNoRegion) {
-		t.Errorf("Region of an unknown key: got %v, want ErrNoRegion", err)
+	for _, bogus := range bogusKeys(k1, k2, k3) {
+		if _, err := e.eps[0].Region(1, bogus, 64); !errors.Is(err, transport.ErrNoRegion) {
+			t.Errorf("Region of the unknown key %v: got %v, want ErrNoRegion", bogus, err)
+		}
 	}
 	for _, target := range []int{-1, 2, 1 << 20} {
 		if _, err := e.eps[0].Region(target, k1, 64); err == nil {
@@ -201,4 +203,22 @@ func testDirect(t *testing.T, f factory) {
 		t.Fatalf("Get after CompareSwap(42, 7): %d", got)
 	}
 	checkBytes(t, "the bytes around the word", buf[:16], make([]byte, 16))
+}
+
+// bogusKeys returns keys that name no region a transport exposed: the zero
+// Key, and each given key with every bit flipped (a key is opaque, but a
+// transport that uses part of it leaves the rest zero, and one made of
+// two others, as hybrid, fills each half that way).
+func bogusKeys(keys ...transport.Key) []transport.Key {
+	out := []transport.Key{{}}
+	for _, k := range keys {
+		var inv transport.Key
+		for i := range k {
+			inv[i] = ^k[i]
+		}
+		if !slices.Contains(keys, inv) {
+			out = append(out, inv)
+		}
+	}
+	return out
 }

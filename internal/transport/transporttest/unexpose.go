@@ -78,8 +78,10 @@ func testUnexpose(t *testing.T, f factory) {
 	if err := e.eps[1].Unexpose(keyA); !errors.Is(err, transport.ErrNoRegion) {
 		t.Errorf("second Unexpose: got %v, want ErrNoRegion", err)
 	}
-	if err := e.eps[1].Unexpose(max(keyA, keyB) + 1000); !errors.Is(err, transport.ErrNoRegion) {
-		t.Errorf("Unexpose of an unknown key: got %v, want ErrNoRegion", err)
+	for _, bogus := range bogusKeys(keyA, keyB) {
+		if err := e.eps[1].Unexpose(bogus); !errors.Is(err, transport.ErrNoRegion) {
+			t.Errorf("Unexpose of the unknown key %v: got %v, want ErrNoRegion", bogus, err)
+		}
 	}
 
 	// A new region (which may reuse the key) is not reached through the
