@@ -20,8 +20,9 @@ const module = "github.com/narma-rma/narma"
 // internal/symheap); transports know nothing of the engine, and the
 // engine knows the transport contract and no transport; programs do not
 // link the test-only transport; only internal/sys talks to the kernel
-// through golang.org/x/sys/unix; and only internal/mem, internal/sys and
-// the shared-memory transport (its segment layouts) use unsafe.
+// through golang.org/x/sys/unix; and only internal/mem and internal/sys
+// use unsafe (the shared-memory transport's segment layouts are typed
+// views that package mem makes).
 func TestLayers(t *testing.T) {
 	direct := []struct {
 		dir       string // package directory, relative to the module root
@@ -86,10 +87,10 @@ func TestLayers(t *testing.T) {
 	}
 
 	// Only internal/sys imports golang.org/x/sys/unix, and only
-	// internal/mem, internal/sys and internal/transport/shm import unsafe.
+	// internal/mem and internal/sys import unsafe.
 	floors := map[string][]string{
 		"golang.org/x/sys/unix": {"internal/sys"},
-		"unsafe":                {"internal/mem", "internal/sys", "internal/transport/shm"},
+		"unsafe":                {"internal/mem", "internal/sys"},
 	}
 	for path, imports := range allImports(t) {
 		for imp, allowed := range floors {

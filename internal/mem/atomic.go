@@ -255,6 +255,13 @@ func word64(b []byte) *uint64 {
 	return (*uint64)(unsafe.Pointer(&b[:8][0]))
 }
 
+// Word64 is word64 for other packages: b's first 8 bytes as a *uint64, for
+// a word of memory laid out by hand (a record's head in a ring) that the
+// caller loads and stores with package sync/atomic or StoreFenced64. b
+// must hold at least 8 bytes and be 8-byte aligned; alignment is not
+// checked.
+func Word64(b []byte) *uint64 { return word64(b) }
+
 // AtomicLoad64 atomically loads the 64-bit word in b[:8]. b must be 8-byte
 // aligned and hold at least 8 bytes; alignment is not checked.
 func AtomicLoad64(b []byte) uint64 { return atomic.LoadUint64(word64(b)) }

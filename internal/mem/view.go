@@ -56,3 +56,15 @@ func Slice[T any](b []byte) ([]T, error) {
 	s := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), cap(b)/size)
 	return s[:len(b)/size], nil
 }
+
+// As returns the memory at the start of b as a *T without copying, for
+// typed views of memory laid out by hand (a shared segment's header). It
+// returns ErrAlign if b is shorter than a T or its first byte is not
+// aligned for T.
+func As[T any](b []byte) (*T, error) {
+	var z T
+	if len(b) < int(unsafe.Sizeof(z)) || len(b) == 0 || Addr(b)%unsafe.Alignof(z) != 0 {
+		return nil, ErrAlign
+	}
+	return (*T)(unsafe.Pointer(unsafe.SliceData(b))), nil
+}

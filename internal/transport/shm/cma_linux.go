@@ -3,11 +3,11 @@ package shm
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/narma-rma/narma/internal/mem"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/narma-rma/narma/internal/sys"
 
@@ -49,6 +49,10 @@ var cmaOnce struct {
 	reason string
 }
 
+// cmaProbe is what the single-copy check reads from this process: a
+// variable, whose address does not move as a goroutine's stack can.
+var cmaProbe = [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
+
 // CMAStatus reports whether ranks of a job on this host may read each
 // other's memory with process_vm_readv (single-copy large messages), and
 // if not, why.
@@ -69,12 +73,11 @@ func probeCMA() (bool, string) {
 	}
 	// The call itself, on this process: refused by a seccomp policy or
 	// missing from the kernel.
-	src := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
 	var dst [8]byte
-	if err := sys.ReadProcess(os.Getpid(), uintptr(unsafe.Pointer(&src[0])), dst[:]); err != nil {
+	if err := sys.ReadProcess(os.Getpid(), mem.Addr(cmaProbe[:]), dst[:]); err != nil {
 		return false, "process_vm_readv: " + err.Error()
 	}
-	if dst != src {
+	if dst != cmaProbe {
 		return false, "process_vm_readv read wrong data"
 	}
 	return true, "process_vm_readv"
@@ -91,7 +94,7 @@ func (e *Endpoint) sendRemote(target int, s *sender, id transport.AMID, hdr, pay
 	s.rdv++
 	n := s.rdv
 	var desc [cmaDescLen]byte
-	binary.LittleEndian.PutUint64(desc[0:], uint64(uintptr(unsafe.Pointer(&payload[0]))))
+	binary.LittleEndian.PutUint64(desc[0:], uint64(mem.Addr(payload)))
 	binary.LittleEndian.PutUint64(desc[8:], uint64(len(payload)))
 	binary.LittleEndian.PutUint64(desc[16:], n)
 	rec := recHeader{length: uint32(recHead + len(hdr) + cmaDescLen), id: uint8(id), flags: recFirst | recLast | recRemote,

@@ -3,7 +3,6 @@ package shm
 import (
 	"errors"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/narma-rma/narma/internal/mem"
 )
@@ -110,16 +109,6 @@ func (s *slot) storeSeq(v uint64, relaxed bool) {
 	}
 }
 
-// A slot, an exposure and a ring head are one line each.
-var (
-	_ [lineSize - unsafe.Sizeof(slot{})]byte
-	_ [unsafe.Sizeof(slot{}) - lineSize]byte
-	_ [lineSize - unsafe.Sizeof(exposure{})]byte
-	_ [unsafe.Sizeof(exposure{}) - lineSize]byte
-	_ [lineSize - unsafe.Sizeof(amRing{})]byte
-	_ [unsafe.Sizeof(amRing{}) - lineSize]byte
-)
-
 // exposure is one entry of the exposure table.
 type exposure struct {
 	gen atomic.Uint64 // key generation while exposed, 0 when free
@@ -177,10 +166,13 @@ func ctlSize(size, slots, amRingSize int) int {
 // layout returns the view of a control segment; hdr says its geometry
 // (and is checked against the mapping's length).
 func layout(b []byte) (*ctl, error) {
-	if len(b) < hdrSize || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%lineSize != 0 {
+	if len(b) < hdrSize || mem.Addr(b)%lineSize != 0 {
 		return nil, errors.New("shm: control segment too short or misaligned")
 	}
-	h := (*header)(unsafe.Pointer(&b[0]))
+	h, err := mem.As[header](b)
+	if err != nil {
+		return nil, err
+	}
 	if h.magic != magic {
 		return nil, errors.New("shm: not a narma control segment (or another version)")
 	}
@@ -191,14 +183,20 @@ func layout(b []byte) (*ctl, error) {
 	}
 	c := &ctl{mem: b, hdr: h}
 	off := hdrSize
-	c.slots = unsafe.Slice((*slot)(unsafe.Pointer(&b[off])), slots)
+	if c.slots, err = mem.Slice[slot](b[off : off+slots*lineSize]); err != nil {
+		return nil, err
+	}
 	off += slots * lineSize
-	c.exposures = unsafe.Slice((*exposure)(unsafe.Pointer(&b[off])), maxExpose)
+	if c.exposures, err = mem.Slice[exposure](b[off : off+maxExpose*lineSize]); err != nil {
+		return nil, err
+	}
 	off += maxExpose * lineSize
 	ringHeads := make([]*amRing, size)
 	c.ringData = make([][]byte, size)
 	for i := 0; i < size; i++ {
-		ringHeads[i] = (*amRing)(unsafe.Pointer(&b[off]))
+		if ringHeads[i], err = mem.As[amRing](b[off : off+lineSize]); err != nil {
+			return nil, err
+		}
 		off += lineSize
 		c.ringData[i] = b[off : off+rs : off+rs]
 		off += rs

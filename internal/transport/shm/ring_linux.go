@@ -3,7 +3,6 @@ package shm
 import (
 	"encoding/binary"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/narma-rma/narma/internal/mem"
 
@@ -129,7 +128,7 @@ func recMark(pos uint64) uint32 { return uint32(pos>>3) + 1 }
 // data: its mark in the low half, its length in the high half. pos is a
 // multiple of 8 and data is 8-aligned, so the word never wraps.
 func recWord(data []byte, pos uint64) *uint64 {
-	return (*uint64)(unsafe.Pointer(&data[pos&uint64(len(data)-1)]))
+	return mem.Word64(data[pos&uint64(len(data)-1):])
 }
 
 // encodeRest encodes the head's second word: everything but the length.

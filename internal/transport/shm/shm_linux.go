@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/narma-rma/narma/internal/mem"
 	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/narma-rma/narma/internal/sys"
 	"github.com/narma-rma/narma/internal/transport"
@@ -169,7 +169,10 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := (*header)(unsafe.Pointer(&b[0]))
+	h, err := mem.As[header](b)
+	if err != nil {
+		return nil, err
+	}
 	h.size, h.rank, h.pid = uint32(cfg.Size), uint32(cfg.Rank), uint32(os.Getpid())
 	h.slots, h.amRingSize = uint32(slots), uint32(rs)
 	h.magic = magic

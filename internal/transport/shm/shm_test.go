@@ -251,3 +251,20 @@ func TestDrainRingStopsAtFreshLine(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutLines: a notice slot, an exposure and an AM ring head are one
+// cache line each, as the layout of a control segment counts them, and
+// the header fills its page.
+func TestLayoutLines(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"slot", mem.SizeOf[slot]()}, {"exposure", mem.SizeOf[exposure]()}, {"amRing", mem.SizeOf[amRing]()}} {
+		if c.size != lineSize {
+			t.Errorf("%s is %d bytes, want %d", c.name, c.size, lineSize)
+		}
+	}
+	if n := mem.SizeOf[header](); n > hdrSize {
+		t.Errorf("header is %d bytes, more than its %d", n, hdrSize)
+	}
+}

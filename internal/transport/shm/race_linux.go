@@ -1,18 +1,15 @@
-//go:build race && linux
+//go:build linux
 
 package shm
 
-import (
-	"runtime"
-	"unsafe"
-)
+import "github.com/narma-rma/narma/internal/mem"
 
 // The rings order memory through atomics on mapped memory, which the race
 // detector does not see. raceRelease and raceAcquire tell it: whatever a
 // producer did before publishing happens before whatever the consumer
 // does after taking the entry (one token for all rings: coarser than the
-// truth, never finer).
+// truth, never finer). Without -race they do nothing.
 var raceToken byte
 
-func raceRelease() { runtime.RaceReleaseMerge(unsafe.Pointer(&raceToken)) }
-func raceAcquire() { runtime.RaceAcquire(unsafe.Pointer(&raceToken)) }
+func raceRelease() { mem.RaceRelease(&raceToken) }
+func raceAcquire() { mem.RaceAcquire(&raceToken) }

@@ -1,6 +1,0 @@
-//go:build !race && linux
-
-package shm
-
-func raceRelease() {}
-func raceAcquire() {}
