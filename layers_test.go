@@ -22,7 +22,8 @@ const module = "github.com/narma-rma/narma"
 // link the test-only transport; only internal/sys talks to the kernel
 // through golang.org/x/sys/unix; and only internal/mem and internal/sys
 // use unsafe (the shared-memory transport's segment layouts are typed
-// views that package mem makes).
+// views that package mem makes), besides the cgo binding of the fabric
+// transport to libfabric.
 func TestLayers(t *testing.T) {
 	direct := []struct {
 		dir       string // package directory, relative to the module root
@@ -52,7 +53,7 @@ func TestLayers(t *testing.T) {
 	// Rules on everything a package depends on inside the module, not only
 	// what it imports itself.
 	engineSide := []string{module, module + "/internal/engine", module + "/internal/match", module + "/internal/symheap", module + "/shmem", module + "/coarray"}
-	transports := []string{"local", "shm", "tcp", "hybrid", "async", "inproc", "join", "transporttest", "registry", "builtin"}
+	transports := []string{"local", "shm", "tcp", "hybrid", "fabric", "async", "inproc", "join", "transporttest", "registry", "builtin"}
 	deps := moduleDeps(t)
 	forbidDeps := func(pkg string, forbidden []string) {
 		for _, f := range forbidden {
@@ -87,10 +88,11 @@ func TestLayers(t *testing.T) {
 	}
 
 	// Only internal/sys imports golang.org/x/sys/unix, and only
-	// internal/mem and internal/sys import unsafe.
+	// internal/mem, internal/sys and the libfabric binding of the fabric
+	// transport (built with its tag) import unsafe.
 	floors := map[string][]string{
 		"golang.org/x/sys/unix": {"internal/sys"},
-		"unsafe":                {"internal/mem", "internal/sys"},
+		"unsafe":                {"internal/mem", "internal/sys", "internal/transport/fabric"},
 	}
 	for path, imports := range allImports(t) {
 		for imp, allowed := range floors {

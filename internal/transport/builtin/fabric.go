@@ -1,0 +1,83 @@
+//go:build fabric
+
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/narma-rma/narma/internal/bootstrap"
+	"github.com/narma-rma/narma/internal/transport"
+	"github.com/narma-rma/narma/internal/transport/fabric"
+	"github.com/narma-rma/narma/internal/transport/registry"
+)
+
+// The fabric transport is registered only in builds with the tag fabric
+// (cgo and libfabric).
+func init() {
+	registry.Register(registry.Transport{
+		Name:    "fabric",
+		Summary: "ranks on any hosts over libfabric (RDMA networks; tcp;ofi_rxm, sockets or shm for development): one fi_writedata per notified put",
+		Group:   fabricGroup,
+		Join:    launchedFabric,
+		Status:  fabricStatus,
+	})
+}
+
+// fabricConfig reads the choice of provider, address and domain:
+// NARMA_FABRIC_PROVIDER (else libfabric's own FI_PROVIDER applies),
+// NARMA_FABRIC_NODE and NARMA_FABRIC_DOMAIN.
+func fabricConfig() fabric.Config {
+	return fabric.Config{
+		Provider: os.Getenv("NARMA_FABRIC_PROVIDER"),
+		Node:     os.Getenv("NARMA_FABRIC_NODE"),
+		Domain:   os.Getenv("NARMA_FABRIC_DOMAIN"),
+	}
+}
+
+// fabricGroup returns n endpoints of the fabric transport in this process.
+func fabricGroup(n int) ([]transport.Endpoint, error) {
+	eps, err := fabric.Group(fabricConfig(), n)
+	if err != nil {
+		return nil, err
+	}
+	return endpoints(eps), nil
+}
+
+// launchedFabric joins the job of a launcher over the fabric transport:
+// the endpoints' addresses travel over the bootstrap.
+func launchedFabric(ctx context.Context, env bootstrap.Env) (*registry.Joined, error) {
+	client, err := env.Dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
+	}
+	cfg := fabricConfig()
+	cfg.Rank, cfg.Size, cfg.Exchange = env.Rank, env.Size, client.Exchange
+	ep, err := fabric.New(ctx, cfg)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
+	}
+	// As over tcp, a peer may send once it has this rank's address: the
+	// bootstrap holds one more round, which Ready runs once the
+	// handlers are installed.
+	ready := func(ctx context.Context) error {
+		if _, err := client.Exchange(ctx, nil); err != nil {
+			client.Close()
+			return fmt.Errorf("join: rank %d of %d: waiting for the other ranks: %w", env.Rank, env.Size, err)
+		}
+		return nil
+	}
+	return &registry.Joined{Endpoint: ep, Name: "fabric", Boot: client, Ready: ready}, nil
+}
+
+// fabricStatus opens an endpoint as a rank would and names what
+// libfabric chose.
+func fabricStatus() string {
+	s, err := fabric.Describe(fabricConfig())
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}

@@ -1,0 +1,224 @@
+//go:build fabric
+
+package fabric
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Sending messages: active messages, notices, atomics and control calls.
+
+// bufPool keeps C buffers of one size for sends.
+type bufPool struct {
+	mu   sync.Mutex
+	size int
+	free []cbuf
+}
+
+// get returns a buffer of at least n bytes (n <= size).
+func (p *bufPool) get() cbuf {
+	p.mu.Lock()
+	if k := len(p.free); k > 0 {
+		b := p.free[k-1]
+		p.free = p.free[:k-1]
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	return newCbuf(p.size)
+}
+
+// put returns b to the pool.
+func (p *bufPool) put(b cbuf) {
+	p.mu.Lock()
+	if len(p.free) < 64 {
+		p.free = append(p.free, b)
+		b = cbuf{}
+	}
+	p.mu.Unlock()
+	b.free()
+}
+
+// drop frees the pooled buffers.
+func (p *bufPool) drop() {
+	p.mu.Lock()
+	free := p.free
+	p.free = nil
+	p.mu.Unlock()
+	for _, b := range free {
+		b.free()
+	}
+}
+
+// issueMsg builds message m with its body (two parts, either may be
+// empty) in a C buffer and issues it to p as operation o; ordered as in
+// start.
+func (e *Endpoint) issueMsg(p *peer, o *op, m *msg, body, body2 []byte, ordered bool) error {
+	n := msgHeader + len(body) + len(body2)
+	if n > msgBufSize {
+		panic("fabric: message larger than a buffer")
+	}
+	m.src = uint32(e.rank)
+	if m.kind != msgReply && o.waits == 2 {
+		// The header names the operation, so that the answer finds it.
+		m.id = o.id
+	}
+	b := e.sbuf.get()
+	m.put(b.b)
+	copy(b.b[msgHeader+copy(b.b[msgHeader:], body):], body2)
+	o.buf, o.n = b, n
+	return e.start(p, o, ordered)
+}
+
+// sendMsg sends a message that needs no answer.
+func (e *Endpoint) sendMsg(p *peer, m *msg, body []byte, c *transport.Completion, ordered bool) error {
+	o := e.ops.add(p, classS, c, 1)
+	return e.issueMsg(p, o, m, body, nil, ordered)
+}
+
+// atomic sends an accumulate or compare-and-swap, complete once the
+// target answered; result receives the answer's payload.
+func (e *Endpoint) atomic(p *peer, m *msg, body, body2, result []byte, c *transport.Completion) error {
+	o := e.ops.add(p, classS, c, 2)
+	e.ops.mu.Lock()
+	o.result = result
+	e.ops.mu.Unlock()
+	return e.issueMsg(p, o, m, body, body2, m.notice.Kind() != transport.NoticeNone)
+}
+
+// call sends a control message and waits for the answer.
+func (e *Endpoint) call(ctx context.Context, p *peer, m *msg, body []byte) (reply, error) {
+	o := e.ops.add(p, classS, nil, 2)
+	ch := make(chan reply, 2)
+	e.ops.mu.Lock() // the table already lists o
+	o.reply = ch
+	e.ops.mu.Unlock()
+	if err := e.issueMsg(p, o, m, body, nil, false); err != nil {
+		return reply{}, err
+	}
+	select {
+	case r := <-ch:
+		if r.status == statusErr {
+			return r, fmt.Errorf("fabric: rank %d: %s", p.rank, r.payload)
+		}
+		return r, nil
+	case <-ctx.Done():
+		err := fmt.Errorf("fabric: rank %d did not answer within the timeout: %w", p.rank, transport.ErrPeer)
+		e.fail(p, err)
+		return reply{}, err
+	}
+}
+
+// answer replies to the message m from p.
+func (e *Endpoint) answer(p *peer, m *msg, st status, payload []byte) {
+	if p.err() != nil || !e.open() {
+		return
+	}
+	_ = e.sendMsg(p, &msg{kind: msgReply, a: uint8(st), id: m.id}, payload, nil, false)
+}
+
+// SendAM sends an active message: one message, or fragments that the
+// target joins, sent together.
+func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) error {
+	if id >= transport.MaxAMID {
+		return fmt.Errorf("fabric: AMID %d out of range", id)
+	}
+	p, err := e.peer(target)
+	if err != nil {
+		return err
+	}
+	total := len(hdr) + len(payload)
+	if target == e.rank {
+		// To itself: handled here, in order with everything else it
+		// sent itself (which was applied at once).
+		body := make([]byte, 0, total)
+		body = append(append(body, hdr...), payload...)
+		e.prog.self(e, func() { e.handleAM(e.rank, id, body[:len(hdr)], body[len(hdr):]) })
+		return nil
+	}
+	if total <= maxBody {
+		body := make([]byte, 0, total)
+		body = append(append(body, hdr...), payload...)
+		return e.sendMsg(p, &msg{kind: msgAM, a: uint8(id), id: uint64(total), n1: uint32(len(hdr))}, body, nil, false)
+	}
+	// Fragments: the first names the whole, the others follow it in
+	// order (FI_ORDER_SAS), none from another message between them.
+	whole := make([]byte, 0, total)
+	whole = append(append(whole, hdr...), payload...)
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	m := &msg{kind: msgAM, a: uint8(id), id: uint64(total), n1: uint32(len(hdr)), more: true}
+	for len(whole) > 0 {
+		chunk := whole[:min(len(whole), maxBody)]
+		whole = whole[len(chunk):]
+		m.more = len(whole) > 0
+		if err := e.sendMsg(p, m, chunk, nil, false); err != nil {
+			return err
+		}
+		m = &msg{kind: msgFrag}
+	}
+	return nil
+}
+
+// Flush waits until every operation issued to target is complete at the
+// target, driving progress meanwhile.
+func (e *Endpoint) Flush(ctx context.Context, target int) error {
+	p, err := e.peer(target)
+	if err != nil {
+		if !e.open() || target < 0 || target >= e.size {
+			return err
+		}
+		// A failed peer: nothing more will complete.
+		return err
+	}
+	if target == e.rank {
+		return nil
+	}
+	if err := e.waitIdle(ctx, p); err != nil {
+		return err
+	}
+	if e.attr.delivery {
+		return nil
+	}
+	// Completions meant only that the data left: ask the target, whose
+	// answer comes after what was sent before.
+	_, err = e.call(ctx, p, &msg{kind: msgFlush}, nil)
+	return err
+}
+
+// FlushAll flushes every target.
+func (e *Endpoint) FlushAll(ctx context.Context) error {
+	if !e.open() {
+		return transport.ErrClosed
+	}
+	var first error
+	for t := range e.size {
+		if err := e.Flush(ctx, t); err != nil && first == nil && !(t != e.rank && errIs(err, transport.ErrPeer)) {
+			first = err
+		}
+	}
+	return first
+}
+
+// waitIdle polls until nothing issued to p is in flight.
+func (e *Endpoint) waitIdle(ctx context.Context, p *peer) error {
+	for spins := 0; !p.idle() || p.inflight.Load() != 0; spins++ {
+		if err := p.err(); err != nil {
+			return err
+		}
+		if !e.open() {
+			return transport.ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !e.Poll() {
+			e.prog.idleWait(spins)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+//go:build fabric
+
+package fabric
+
+/*
+#cgo LDFLAGS: -lfabric
+#include <stdlib.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include "nf.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// This file is the only one that speaks C: the rest of the package sees
+// a lib, numbers for operation contexts and memory registrations, and
+// C buffers as byte slices it must not keep past their free.
+
+// lib is one libfabric endpoint with its fabric, domain, address vector
+// and completion queue.
+type lib struct {
+	p *C.nf_ep
+}
+
+// attr is what the provider granted.
+type attr struct {
+	prov, fabric, domain string
+	mrMode               uint64
+	msgOrder             uint64
+	cqDataSize           int
+	injectSize           int
+	maxMsgSize           uint64
+	addrLen              int
+	waitFD               int
+	delivery             bool // completions mean delivered at the target
+}
+
+// libfabric constants the Go side needs.
+const (
+	mrVirtAddr = uint64(C.FI_MR_VIRT_ADDR)
+	mrProvKey  = uint64(C.FI_MR_PROV_KEY)
+
+	flagRemoteCQData = uint64(C.FI_REMOTE_CQ_DATA)
+	flagRemoteWrite  = uint64(C.FI_REMOTE_WRITE)
+	flagRecv         = uint64(C.FI_RECV)
+
+	errAgain    = -int(C.FI_EAGAIN)
+	errCanceled = int(C.FI_ECANCELED)
+)
+
+// Orders of operations the provider keeps (msg_order), by what comes
+// after what.
+const (
+	orderRAR = uint64(C.FI_ORDER_RAR)
+	orderRAW = uint64(C.FI_ORDER_RAW)
+	orderRAS = uint64(C.FI_ORDER_RAS)
+	orderWAR = uint64(C.FI_ORDER_WAR)
+	orderWAW = uint64(C.FI_ORDER_WAW)
+	orderWAS = uint64(C.FI_ORDER_WAS)
+	orderSAR = uint64(C.FI_ORDER_SAR)
+	orderSAW = uint64(C.FI_ORDER_SAW)
+	orderSAS = uint64(C.FI_ORDER_SAS)
+)
+
+// libError is a libfabric error code with the call that returned it.
+type libError struct {
+	call string
+	code int // negative
+}
+
+func (e *libError) Error() string {
+	return fmt.Sprintf("%s: %s", e.call, C.GoString(C.nf_strerror(C.int(e.code))))
+}
+
+// strerror returns libfabric's text for err (either sign).
+func strerror(err int) string { return C.GoString(C.nf_strerror(C.int(err))) }
+
+// openLib opens an endpoint of provider prov ("" for any), on the local
+// address node and the domain named domain when they are not empty.
+func openLib(prov, node, domain string) (*lib, attr, error) {
+	cs := func(s string) *C.char {
+		if s == "" {
+			return nil
+		}
+		return C.CString(s)
+	}
+	cp, cn, cd := cs(prov), cs(node), cs(domain)
+	defer C.free(unsafe.Pointer(cp))
+	defer C.free(unsafe.Pointer(cn))
+	defer C.free(unsafe.Pointer(cd))
+	var p *C.nf_ep
+	var a C.nf_attr
+	var msg [256]C.char
+	if ret := C.nf_open(cp, cn, cd, &p, &a, &msg[0], C.size_t(len(msg))); ret != 0 {
+		return nil, attr{}, fmt.Errorf("libfabric: %s", C.GoString(&msg[0]))
+	}
+	return &lib{p: p}, attr{
+		prov:       C.GoString(&a.prov[0]),
+		fabric:     C.GoString(&a.fabric[0]),
+		domain:     C.GoString(&a.domain[0]),
+		mrMode:     uint64(a.mr_mode),
+		msgOrder:   uint64(a.msg_order),
+		cqDataSize: int(a.cq_data_size),
+		injectSize: int(a.inject_size),
+		maxMsgSize: uint64(a.max_msg_size),
+		addrLen:    int(a.addrlen),
+		waitFD:     int(a.wait_fd),
+		delivery:   a.delivery != 0,
+	}, nil
+}
+
+// close releases the endpoint.
+func (l *lib) close() { C.nf_close(l.p) }
+
+// name returns the endpoint's address, for the peers' address vectors.
+func (l *lib) name(n int) ([]byte, error) {
+	buf := C.malloc(C.size_t(max(n, 1)))
+	defer C.free(buf)
+	size := C.size_t(n)
+	if ret := C.nf_getname(l.p, buf, &size); ret != 0 {
+		return nil, &libError{"fi_getname", int(ret)}
+	}
+	return C.GoBytes(buf, C.int(size)), nil
+}
+
+// insert fills the address vector with the ranks' addresses, each of
+// length n, in rank order.
+func (l *lib) insert(names [][]byte, n int) error {
+	all := C.malloc(C.size_t(max(len(names)*n, 1)))
+	defer C.free(all)
+	dst := unsafe.Slice((*byte)(all), len(names)*n)
+	for i, a := range names {
+		if len(a) != n {
+			return fmt.Errorf("libfabric: address of rank %d has %d bytes, want %d", i, len(a), n)
+		}
+		copy(dst[i*n:], a)
+	}
+	if ret := C.nf_av_insert(l.p, all, C.size_t(len(names))); ret != 0 {
+		return &libError{"fi_av_insert", int(ret)}
+	}
+	return nil
+}
+
+// register registers b for remote reads and writes and returns the
+// registration and its remote key. b must stay where it is until the
+// registration is closed (the caller pins it).
+func (l *lib) register(b []byte, reqKey uint64) (mr, key uint64, err error) {
+	var m, k C.uint64_t
+	if ret := C.nf_mr_reg(l.p, unsafe.Pointer(unsafe.SliceData(b)), C.size_t(len(b)), C.uint64_t(reqKey), &m, &k); ret != 0 {
+		return 0, 0, &libError{"fi_mr_reg", int(ret)}
+	}
+	return uint64(m), uint64(k), nil
+}
+
+// deregister closes a registration.
+func deregister(mr uint64) error {
+	if ret := C.nf_mr_close(C.uint64_t(mr)); ret != 0 {
+		return &libError{"fi_close(mr)", int(ret)}
+	}
+	return nil
+}
+
+// addrOf returns the address of b's first byte, as a target's registered
+// memory is named with FI_MR_VIRT_ADDR.
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// ptr returns b's data pointer for C; nil for an empty b.
+func ptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(b))
+}
+
+// write issues an RMA write of src to (addr, key) at rank dest, with
+// remote CQ data if withData. With inject the source is consumed before
+// the call returns; otherwise the caller keeps src pinned and unchanged
+// until the completion of ctx.
+func (l *lib) write(src []byte, dest int, addr, key, data uint64, withData, inject bool, ctx uint64) int {
+	return int(C.nf_write(l.p, ptr(src), C.size_t(len(src)), C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key),
+		C.uint64_t(data), cbool(withData), cbool(inject), C.uint64_t(ctx)))
+}
+
+// read issues an RMA read into dst, which the caller keeps pinned until
+// the completion of ctx.
+func (l *lib) read(dst []byte, dest int, addr, key uint64, ctx uint64) int {
+	return int(C.nf_read(l.p, ptr(dst), C.size_t(len(dst)), C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key), C.uint64_t(ctx)))
+}
+
+// send sends buf, a C buffer (cbuf) that stays allocated until the
+// completion of ctx, or any buffer if inject.
+func (l *lib) send(buf []byte, dest int, inject bool, ctx uint64) int {
+	return int(C.nf_send(l.p, ptr(buf), C.size_t(len(buf)), C.uint64_t(dest), cbool(inject), C.uint64_t(ctx)))
+}
+
+// recv posts buf, a C buffer, for one incoming message.
+func (l *lib) recv(buf []byte, ctx uint64) int {
+	return int(C.nf_recv(l.p, ptr(buf), C.size_t(len(buf)), C.uint64_t(ctx)))
+}
+
+// comp is one completion (nf_comp).
+type comp = C.nf_comp
+
+// compBatch is how many completions one poll reads at most.
+const compBatch = 16
+
+// poll reads up to len(out) completions into out and returns how many,
+// or a negative libfabric error.
+func (l *lib) poll(out *[compBatch]comp) int {
+	return int(C.nf_poll(l.p, &out[0], compBatch))
+}
+
+// trywait reports whether the caller may block on the wait descriptor.
+func (l *lib) trywait() bool { return C.nf_trywait(l.p) == 0 }
+
+// Accessors of a completion.
+func compCtx(c *comp) uint64   { return uint64(c.ctx) }
+func compFlags(c *comp) uint64 { return uint64(c.flags) }
+func compLen(c *comp) int      { return int(c.len) }
+func compData(c *comp) uint64  { return uint64(c.data) }
+func compErr(c *comp) (int, int) {
+	return int(c.err), int(c.prov_errno)
+}
+
+// cbuf is a buffer in C memory, which libfabric may keep while an
+// operation is in flight and the Go collector never moves.
+type cbuf struct {
+	p unsafe.Pointer
+	b []byte
+}
+
+// newCbuf allocates n bytes of C memory.
+func newCbuf(n int) cbuf {
+	p := C.malloc(C.size_t(max(n, 1)))
+	if p == nil {
+		panic("fabric: out of C memory")
+	}
+	return cbuf{p: p, b: unsafe.Slice((*byte)(p), n)}
+}
+
+// free releases the buffer.
+func (c cbuf) free() {
+	if c.p != nil {
+		C.free(c.p)
+	}
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pin keeps b's memory in place (it may be Go memory) until p.Unpin.
+func pin(p *runtime.Pinner, b []byte) {
+	if len(b) > 0 {
+		p.Pin(unsafe.SliceData(b))
+	}
+}

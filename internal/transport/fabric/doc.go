@@ -1,0 +1,40 @@
+// Package fabric is narma's transport over libfabric (OFI), for RDMA
+// networks (InfiniBand through verbs, Slingshot through cxi, EFA,
+// Omni-Path through psm3) and, for development, libfabric's tcp;ofi_rxm,
+// sockets and shm providers.
+//
+// It is built only with the build tag fabric and cgo, against libfabric
+// 1.9 or later (Debian: libfabric-dev); without the tag the package is
+// this comment, and narma needs neither cgo nor libfabric.
+//
+// The mapping onto libfabric:
+//
+//   - one FI_EP_RDM endpoint per rank, its addresses exchanged over the
+//     job's bootstrap and inserted in rank order into an FI_AV_TABLE;
+//   - an exposed region is one memory registration for remote reads and
+//     writes; its Key carries the remote address and fi_mr_key, and the
+//     region's slot in the target's table;
+//   - Put and Get are fi_write and fi_read; a Put whose notice is a tag
+//     or a counter is one fi_writedata, the notice in the 8 bytes of
+//     remote CQ data that the target reads from its completion queue,
+//     the source from FI_SOURCE;
+//   - a notice that does not fit (a signal, a get's notice, an atomic's,
+//     CQ data of fewer than 8 bytes) follows its operation as a message,
+//     sent once the provider's ordering (msg_order) or the operation's
+//     completion guarantees that it arrives after it;
+//   - the accumulate family runs at the target in software, applied by
+//     the target's progress with the same code as the shared-memory
+//     transports, so that a window's atomics are all of one kind;
+//   - active messages and the transport's control messages are
+//     fi_send into receive buffers that the target keeps posted; a
+//     message larger than a buffer travels in fragments, in order;
+//   - operations complete with FI_DELIVERY_COMPLETE where the provider
+//     offers it, so that Flush waits for completions only; elsewhere a
+//     Flush also exchanges a message with the target, which answers
+//     after everything sent before it (the provider's FI_ORDER_SAW/SAR)
+//     or is refused if the provider keeps neither order.
+//
+// Progress is manual: waiters of the engine poll the completion queue
+// (transport.Poller), and a goroutine per endpoint polls it otherwise,
+// sleeping on its wait descriptor where the provider has one.
+package fabric

@@ -1,0 +1,349 @@
+//go:build fabric
+
+package fabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Config says how to open one rank's endpoint.
+type Config struct {
+	// Rank and Size place the endpoint in its job.
+	Rank, Size int
+	// Provider names the libfabric provider ("tcp;ofi_rxm", "verbs;ofi_rxm",
+	// "cxi", "efa"); empty lets libfabric choose (FI_PROVIDER applies).
+	Provider string
+	// Node is the local address to open the endpoint on ("127.0.0.1"),
+	// empty for the provider's choice; Domain names the domain (a NIC,
+	// an interface), empty for any.
+	Node, Domain string
+	// Exchange gives every rank's data, in rank order, in return for
+	// this rank's: the job's bootstrap (an allgather).
+	Exchange func(ctx context.Context, data []byte) ([][]byte, error)
+	// Ranks is how many ranks share this rank's host, 0 if unknown;
+	// OneProcess says they are goroutines of this process.
+	Ranks      int
+	OneProcess bool
+	// Timeout bounds the wait for a peer's answer to a control message
+	// (a region lookup, a withdrawal, a goodbye); 0 means 30 seconds.
+	Timeout time.Duration
+}
+
+// Endpoint is one rank's endpoint of the fabric transport. It implements
+// transport.Endpoint and transport.Poller.
+type Endpoint struct {
+	transport.Handlers
+
+	lib     *lib
+	attr    attr
+	rank    int
+	size    int
+	host    transport.Host
+	timeout time.Duration
+	closed  atomic.Bool
+	peers   []*peer
+
+	ops     opTable
+	regions regionTable
+
+	hmu     sync.Mutex
+	handles map[handleKey]*region // nil once closed
+
+	prog progress
+	sbuf bufPool // C buffers for sends
+}
+
+var (
+	_ transport.Endpoint = (*Endpoint)(nil)
+	_ transport.Poller   = (*Endpoint)(nil)
+)
+
+// caps is what the transport offers: asynchronous operations, no direct
+// access, active messages of any size.
+var caps = transport.Caps{Name: "fabric"}
+
+// New opens this rank's endpoint and connects it to the others: it
+// exchanges the endpoints' addresses through cfg.Exchange, which every
+// rank must call in the same round.
+func New(ctx context.Context, cfg Config) (*Endpoint, error) {
+	e, name, err := open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	names, err := cfg.Exchange(ctx, name)
+	if err == nil {
+		err = e.connect(names)
+	}
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("fabric: rank %d: %w", cfg.Rank, err)
+	}
+	return e, nil
+}
+
+// Group opens n connected endpoints in this process, ranks as
+// goroutines; cfg gives the provider, node and domain.
+func Group(cfg Config, n int) ([]*Endpoint, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("fabric: group of %d ranks", n)
+	}
+	eps := make([]*Endpoint, 0, n)
+	names := make([][]byte, 0, n)
+	fail := func(err error) ([]*Endpoint, error) {
+		for _, e := range eps {
+			e.Close()
+		}
+		return nil, err
+	}
+	for r := range n {
+		c := cfg
+		c.Rank, c.Size, c.Ranks, c.OneProcess = r, n, n, true
+		e, name, err := open(c)
+		if err != nil {
+			return fail(err)
+		}
+		eps = append(eps, e)
+		names = append(names, name)
+	}
+	for _, e := range eps {
+		if err := e.connect(names); err != nil {
+			return fail(fmt.Errorf("fabric: rank %d: %w", e.rank, err))
+		}
+	}
+	return eps, nil
+}
+
+// open opens the endpoint and returns it with its address.
+func open(cfg Config) (*Endpoint, []byte, error) {
+	if cfg.Size <= 0 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
+		return nil, nil, fmt.Errorf("fabric: rank %d of %d", cfg.Rank, cfg.Size)
+	}
+	l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fabric: rank %d: %w", cfg.Rank, err)
+	}
+	if !a.delivery && a.msgOrder&(orderSAW|orderSAR) != orderSAW|orderSAR {
+		l.close()
+		return nil, nil, fmt.Errorf("fabric: rank %d: provider %s completes operations neither when delivered nor in order with messages: Flush could not tell when data arrived", cfg.Rank, a.prov)
+	}
+	name, err := l.name(a.addrLen)
+	if err != nil {
+		l.close()
+		return nil, nil, fmt.Errorf("fabric: rank %d: %w", cfg.Rank, err)
+	}
+	e := &Endpoint{
+		lib:     l,
+		attr:    a,
+		rank:    cfg.Rank,
+		size:    cfg.Size,
+		host:    transport.Host{Ranks: cfg.Ranks, OneProcess: cfg.OneProcess},
+		timeout: cfg.Timeout,
+		handles: make(map[handleKey]*region),
+	}
+	if e.timeout <= 0 {
+		e.timeout = 30 * time.Second
+	}
+	e.peers = make([]*peer, cfg.Size)
+	for r := range e.peers {
+		e.peers[r] = &peer{rank: r}
+	}
+	e.sbuf.size = msgBufSize
+	// Ops for a burst of operations in flight, so that a steady state
+	// allocates nothing.
+	for range 128 {
+		e.ops.spare = append(e.ops.spare, &op{small: new([smallData]byte)})
+	}
+	return e, name, nil
+}
+
+// connect fills the address vector and starts receiving.
+func (e *Endpoint) connect(names [][]byte) error {
+	if len(names) != e.size {
+		return fmt.Errorf("%d addresses for %d ranks", len(names), e.size)
+	}
+	if err := e.lib.insert(names, e.attr.addrLen); err != nil {
+		return err
+	}
+	return e.prog.start(e)
+}
+
+// Rank returns the endpoint's rank.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size returns the number of ranks.
+func (e *Endpoint) Size() int { return e.size }
+
+// Caps reports the transport's capabilities.
+func (e *Endpoint) Caps() transport.Caps { return caps }
+
+// Host reports how the rank is placed.
+func (e *Endpoint) Host() transport.Host { return e.host }
+
+// Provider returns the provider, fabric and domain the endpoint runs on.
+func (e *Endpoint) Provider() (prov, fabric, domain string) {
+	return e.attr.prov, e.attr.fabric, e.attr.domain
+}
+
+// open reports whether the endpoint is not closed.
+func (e *Endpoint) open() bool { return !e.closed.Load() }
+
+// peer returns the live peer target, or why not.
+func (e *Endpoint) peer(target int) (*peer, error) {
+	if !e.open() {
+		return nil, transport.ErrClosed
+	}
+	if target < 0 || target >= e.size {
+		return nil, fmt.Errorf("fabric: rank %d in a job of %d: %w", target, e.size, transport.ErrPeer)
+	}
+	p := e.peers[target]
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close says goodbye to the peers, so that what they aim at this rank
+// fails at once with ErrPeer, and releases the endpoint: operations in
+// flight fail with ErrClosed.
+func (e *Endpoint) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	if e.prog.running() {
+		e.goodbye()
+	}
+	e.hmu.Lock()
+	for _, h := range e.handles {
+		h.stop(hClosed)
+	}
+	e.handles = nil
+	e.hmu.Unlock()
+	e.prog.stop()
+	e.regions.releaseAll(e)
+	e.lib.close()
+	e.ops.failAll(transport.ErrClosed)
+	e.prog.free()
+	e.sbuf.drop()
+	return nil
+}
+
+// goodbye tells every live peer that this endpoint closes and waits,
+// within the timeout, for their acknowledgements.
+func (e *Endpoint) goodbye() {
+	var wg sync.WaitGroup
+	for _, p := range e.peers {
+		if p.rank == e.rank || p.err() != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), min(e.timeout, 2*time.Second))
+			defer cancel()
+			_, _ = e.call(ctx, p, &msg{kind: msgBye}, nil)
+		}()
+	}
+	wg.Wait()
+}
+
+// fail records that peer p failed and tells the failure handler once.
+func (e *Endpoint) fail(p *peer, err error) {
+	if !p.setErr(err) {
+		return
+	}
+	e.ops.failPeer(p.rank, err)
+	if f := e.Failure(); f != nil && e.open() {
+		f(p.rank, err)
+	}
+}
+
+// peer is what this endpoint knows of another rank.
+type peer struct {
+	rank int
+
+	emu  sync.Mutex
+	fail error // set once: the peer failed or closed
+
+	omu     sync.Mutex
+	pending [nclass]int // operations in flight, by class
+	queue   []*op       // notices waiting for the operations before them
+
+	smu sync.Mutex // one message's fragments go out together
+
+	inflight atomic.Int64 // operations not yet told to their Completion
+
+	sendSeq uint32 // the number of the last message issued to the peer; under omu
+
+	// At the target, under the drain: the number of the last message
+	// handled from this peer, those that came before their turn, and an
+	// active message arriving in fragments.
+	recvSeq uint32
+	early   map[uint32][]byte
+	frag    []byte
+	fmsg    msg
+}
+
+// err returns why the peer cannot be reached, or nil.
+func (p *peer) err() error {
+	p.emu.Lock()
+	defer p.emu.Unlock()
+	return p.fail
+}
+
+// setErr records err if no error was recorded and reports whether it did.
+func (p *peer) setErr(err error) bool {
+	p.emu.Lock()
+	defer p.emu.Unlock()
+	if p.fail != nil {
+		return false
+	}
+	p.fail = err
+	return true
+}
+
+// closedPeer is the error of operations aimed at a peer that closed.
+func closedPeer(rank int) error {
+	return fmt.Errorf("fabric: rank %d closed: %w", rank, transport.ErrPeer)
+}
+
+// errIs reports whether err matches one of targets.
+func errIs(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe opens an endpoint as cfg says, without connecting it, and
+// names what libfabric chose: provider, fabric, domain and the features
+// the transport uses.
+func Describe(cfg Config) (string, error) {
+	l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain)
+	if err != nil {
+		return "", fmt.Errorf("fabric: %w", err)
+	}
+	l.close()
+	return a.String(), nil
+}
+
+// String describes what the provider granted.
+func (a attr) String() string {
+	completion := "on delivery (FI_DELIVERY_COMPLETE)"
+	if !a.delivery {
+		completion = "on transmission, Flush asks the target"
+	}
+	notices := fmt.Sprintf("tag and counter notices in %d bytes of remote CQ data", a.cqDataSize)
+	if a.cqDataSize < 8 {
+		notices = "notices as messages (remote CQ data too small)"
+	}
+	return fmt.Sprintf("libfabric provider %s, fabric %s, domain %s: completion %s; %s", a.prov, a.fabric, a.domain, completion, notices)
+}

@@ -1,0 +1,57 @@
+//go:build fabric
+
+// The C side of package fabric: thin wrappers over libfabric that take
+// and return plain integers, so that the Go side never hands libfabric a
+// Go pointer it keeps (operation contexts are numbers, not pointers).
+
+#ifndef NARMA_FABRIC_NF_H
+#define NARMA_FABRIC_NF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct nf_ep nf_ep;
+
+// What the endpoint got from the provider.
+typedef struct nf_attr {
+	char prov[64];
+	char fabric[128];
+	char domain[128];
+	uint64_t mr_mode;
+	uint64_t msg_order;
+	uint64_t caps;
+	uint64_t op_flags;
+	size_t cq_data_size;
+	size_t inject_size;
+	size_t max_msg_size;
+	size_t addrlen;
+	int wait_fd;		// the CQ's wait descriptor, or -1
+	int delivery;		// operations complete once delivered (FI_DELIVERY_COMPLETE)
+} nf_attr;
+
+// One completion, successful or not.
+typedef struct nf_comp {
+	uint64_t ctx;		// the operation's number; 0 for remote events
+	uint64_t flags;
+	uint64_t len;
+	uint64_t data;		// remote CQ data
+	int32_t err;		// 0, or the positive libfabric error of a failed operation
+	int32_t prov_errno;
+} nf_comp;
+
+int nf_open(const char *prov, const char *node, const char *domain, nf_ep **out, nf_attr *attr, char *errbuf, size_t errlen);
+void nf_close(nf_ep *e);
+int nf_getname(nf_ep *e, void *buf, size_t *len);
+int nf_av_insert(nf_ep *e, const void *addrs, size_t n);
+int nf_mr_reg(nf_ep *e, void *buf, size_t len, uint64_t req_key, uint64_t *mr, uint64_t *key);
+int nf_mr_close(uint64_t mr);
+ssize_t nf_write(nf_ep *e, const void *buf, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, uint64_t ctx);
+ssize_t nf_read(nf_ep *e, void *buf, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx);
+ssize_t nf_send(nf_ep *e, const void *buf, size_t len, uint64_t dest, int inject, uint64_t ctx);
+ssize_t nf_recv(nf_ep *e, void *buf, size_t len, uint64_t ctx);
+int nf_poll(nf_ep *e, nf_comp *out, int max);
+int nf_trywait(nf_ep *e);
+const char *nf_strerror(int err);
+
+#endif

@@ -1,0 +1,444 @@
+//go:build fabric
+
+package fabric
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/narma-rma/narma/internal/transport"
+)
+
+// Operations in flight. Each has a number, its libfabric context; the
+// table maps numbers back to operations when their completions come.
+// An operation that waits for a reply (a software atomic, a control call)
+// is finished by two events, its send's completion and the reply, in
+// either order.
+
+// class is what kind of libfabric operation an op is, for the provider's
+// ordering rules (msg_order).
+type class uint8
+
+const (
+	classW class = iota // RMA write
+	classD              // RMA write with remote CQ data
+	classR              // RMA read
+	classS              // message
+	nclass
+)
+
+var classNames = [nclass]string{"write", "write", "read", "send"}
+
+// orderBits[x][y] is the msg_order bit that keeps an x issued after a y
+// in order at the target. msg_order orders where data lands, not the
+// target's completion queue (comp_order): a write's remote CQ data and a
+// message each become a completion there, and nothing keeps those two
+// kinds in order, so neither passes the other in flight.
+var orderBits = [nclass][nclass]uint64{
+	classW: {classW: orderWAW, classD: orderWAW, classR: orderWAR, classS: orderWAS},
+	classD: {classW: orderWAW, classD: orderWAW, classR: orderWAR},
+	classR: {classW: orderRAW, classD: orderRAW, classR: orderRAR, classS: orderRAS},
+	classS: {classW: orderSAW, classR: orderSAR, classS: orderSAS},
+}
+
+// op is one operation in flight. Ops are recycled: a completion or a
+// reply finds its op by number, and a number is never reused.
+type op struct {
+	id     uint64
+	target int
+	peer   *peer
+	class  class
+	c      *transport.Completion
+	pin    runtime.Pinner
+	pinned bool
+	waits  int  // events still to come: 1, or 2 with a reply
+	done   bool // c was told
+	err    error
+
+	// What to issue (issue): an RMA write of data (with remote CQ data
+	// cq if withData), a read into data, or a send of the C buffer buf.
+	data     []byte
+	addr     uint64
+	key      uint64
+	cq       uint64
+	withData bool
+	inject   bool
+	small    *[smallData]byte // a small write's data, copied (memory free of Go pointers, as cgo wants)
+	buf      cbuf             // a send's message, or a write's or read's bounce buffer
+	dst      []byte           // a read through buf: where its data goes
+	n        int              // a send's length
+	seq      uint32           // a send's number, once issued
+
+	// result receives a reply's payload (a fetching atomic's old value).
+	result []byte
+	// reply, if not nil, gets a reply's status and payload (a call).
+	reply chan reply
+}
+
+// reply is the answer to a call.
+type reply struct {
+	status  status
+	payload []byte
+}
+
+// opTable holds the operations in flight in numbered slots: an op's
+// number is its slot and the slot's generation.
+type opTable struct {
+	mu    sync.Mutex
+	slots []*op
+	gens  []uint32
+	free  []uint32
+	spare []*op // recycled ops
+}
+
+// add registers a new operation to p of class cl, told through c.
+func (t *opTable) add(p *peer, cl class, c *transport.Completion, waits int) *op {
+	t.mu.Lock()
+	var o *op
+	if k := len(t.spare); k > 0 {
+		o = t.spare[k-1]
+		t.spare = t.spare[:k-1]
+	} else {
+		o = new(op)
+	}
+	var slot uint32
+	if k := len(t.free); k > 0 {
+		slot = t.free[k-1]
+		t.free = t.free[:k-1]
+	} else {
+		slot = uint32(len(t.slots))
+		t.slots = append(t.slots, nil)
+		t.gens = append(t.gens, 0)
+	}
+	t.gens[slot]++
+	o.id = uint64(t.gens[slot])<<32 | uint64(slot)
+	o.target, o.peer, o.class, o.c, o.waits = p.rank, p, cl, c, waits
+	t.slots[slot] = o
+	t.mu.Unlock()
+	p.inflight.Add(1)
+	if c != nil {
+		c.Add(1)
+	}
+	return o
+}
+
+// get returns the operation numbered id, or nil.
+func (t *opTable) get(id uint64) *op {
+	slot := uint32(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int(slot) < len(t.slots) {
+		if o := t.slots[slot]; o != nil && o.id == id {
+			return o
+		}
+	}
+	return nil
+}
+
+// recycle forgets o and keeps it for reuse; nothing refers to it any
+// more.
+func (t *opTable) recycle(o *op) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	slot := uint32(o.id)
+	if int(slot) < len(t.slots) && t.slots[slot] == o {
+		t.slots[slot] = nil
+		t.free = append(t.free, slot)
+	}
+	if o.pinned {
+		o.pin.Unpin()
+	}
+	*o = op{pin: o.pin, small: o.small}
+	if len(t.spare) < 256 {
+		t.spare = append(t.spare, o)
+	}
+}
+
+// tell tells o's Completion (once) that o ended with err.
+func (t *opTable) tell(o *op, err error) {
+	t.mu.Lock()
+	if o.done {
+		t.mu.Unlock()
+		return
+	}
+	o.done = true
+	c, r := o.c, o.reply
+	t.mu.Unlock()
+	o.peer.inflight.Add(-1)
+	if r != nil && err != nil {
+		r <- reply{status: statusErr, payload: []byte(err.Error())}
+	}
+	if c != nil {
+		c.Done(err)
+	}
+}
+
+// failPeer fails the operations aimed at rank with err. Those issued stay
+// in the table until libfabric is done with their buffers.
+func (t *opTable) failPeer(rank int, err error) {
+	t.mu.Lock()
+	var fail []*op
+	for _, o := range t.slots {
+		if o != nil && o.target == rank && !o.done {
+			fail = append(fail, o)
+		}
+	}
+	t.mu.Unlock()
+	for _, o := range fail {
+		t.tell(o, err)
+	}
+}
+
+// failAll fails every operation with err and releases its buffers: the
+// libfabric endpoint is closed, nothing will complete.
+func (t *opTable) failAll(err error) {
+	t.mu.Lock()
+	all := t.slots
+	t.slots, t.gens, t.free = nil, nil, nil
+	t.mu.Unlock()
+	for _, o := range all {
+		if o == nil {
+			continue
+		}
+		t.tell(o, err)
+		if o.pinned {
+			o.pin.Unpin()
+		}
+		o.buf.free()
+	}
+}
+
+// mayGo reports whether an operation of class cl to p, issued now,
+// arrives after every operation in flight to p. p.omu is held.
+func (e *Endpoint) mayGo(p *peer, cl class) bool {
+	for y := range nclass {
+		if p.pending[y] > 0 && e.attr.msgOrder&orderBits[cl][y] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// start issues o to p now. With ordered, o must arrive after everything
+// issued to p before it (it carries a notice): it waits in p's queue
+// until the provider's order or the completion of those operations
+// allows it. An error means o was not issued and its Completion was
+// told.
+func (e *Endpoint) start(p *peer, o *op, ordered bool) error {
+	p.omu.Lock()
+	defer p.omu.Unlock()
+	if ordered && (len(p.queue) > 0 || !e.mayGo(p, o.class)) {
+		p.queue = append(p.queue, o)
+		return nil
+	}
+	return e.issueLocked(p, o)
+}
+
+// issue hands o to libfabric; p.omu is held.
+func (e *Endpoint) issue(p *peer, o *op) int {
+	switch o.class {
+	case classW, classD:
+		return e.lib.write(o.data, p.rank, o.addr, o.key, o.cq, o.withData, o.inject, o.id)
+	case classR:
+		return e.lib.read(o.data, p.rank, o.addr, o.key, o.id)
+	}
+	if o.seq == 0 {
+		// Numbered in the order issued, once.
+		p.sendSeq++
+		o.seq = p.sendSeq
+		binary.LittleEndian.PutUint32(o.buf.b[seqAt:], o.seq)
+	}
+	ret := e.lib.send(o.buf.b[:o.n], p.rank, false, o.id)
+	if ret != 0 && ret != errAgain {
+		// A number the target will never see would hold back every
+		// later message: the peer is lost to this endpoint.
+		e.fail(p, fmt.Errorf("fabric: send to rank %d: %s: %w", p.rank, strerror(ret), transport.ErrPeer))
+	}
+	return ret
+}
+
+// issueLocked issues o, retrying while the provider has no room; p.omu
+// is held.
+func (e *Endpoint) issueLocked(p *peer, o *op) error {
+	p.pending[o.class]++
+	var deadline time.Time
+	for {
+		ret := e.issue(p, o)
+		if ret == 0 {
+			return nil
+		}
+		if ret != errAgain {
+			return e.abort(p, o, fmt.Errorf("fabric: %s to rank %d: %s: %w", classNames[o.class], p.rank, strerror(ret), transport.ErrPeer))
+		}
+		if err := p.err(); err != nil {
+			return e.abort(p, o, err)
+		}
+		if !e.open() {
+			return e.abort(p, o, transport.ErrClosed)
+		}
+		// The provider needs its completions read before it takes more.
+		e.prog.reap(e)
+		if deadline.IsZero() {
+			deadline = time.Now().Add(e.timeout)
+		} else if time.Now().After(deadline) {
+			err := fmt.Errorf("fabric: rank %d took no operation for %v: %w", p.rank, e.timeout, transport.ErrPeer)
+			e.abort(p, o, err)
+			e.fail(p, err)
+			return err
+		}
+		runtime.Gosched()
+	}
+}
+
+// abort undoes the issue of o, which failed with err.
+func (e *Endpoint) abort(p *peer, o *op, err error) error {
+	p.pending[o.class]--
+	e.ops.tell(o, err)
+	e.dispose(o)
+	return err
+}
+
+// dispose releases o's send buffer and recycles o.
+func (e *Endpoint) dispose(o *op) {
+	if o.buf.p != nil {
+		e.sbuf.put(o.buf)
+		o.buf = cbuf{}
+	}
+	e.ops.recycle(o)
+}
+
+// smallData is the most data an op holds itself.
+const smallData = 64
+
+// source sets the data of o, a write, to src, copied at once (o may wait
+// in a queue, and src is the caller's again when Put returns): into o,
+// for the provider to inject, if that small, else into a C buffer; a
+// source larger than a buffer is pinned, and must stay unchanged until
+// the write completes. (libfabric never gets a pointer to Go memory that
+// may hold Go pointers: cgo forbids it, and a caller's bytes may be part
+// of anything.)
+func (e *Endpoint) source(o *op, src []byte) {
+	switch {
+	case len(src) <= min(e.attr.injectSize, smallData):
+		if o.small == nil {
+			o.small = new([smallData]byte)
+		}
+		o.data, o.inject = o.small[:copy(o.small[:], src)], true
+	case len(src) <= msgBufSize:
+		o.buf = e.sbuf.get()
+		o.data = o.buf.b[:copy(o.buf.b, src)]
+	default:
+		pin(&o.pin, src)
+		o.data, o.pinned = src, true
+	}
+}
+
+// target sets where o, a read, puts its data: a C buffer copied out at
+// completion, or dst itself, pinned, if larger than one.
+func (e *Endpoint) target(o *op, dst []byte) {
+	if len(dst) <= msgBufSize {
+		o.buf = e.sbuf.get()
+		o.data, o.dst = o.buf.b[:len(dst)], dst
+		return
+	}
+	pin(&o.pin, dst)
+	o.data, o.pinned = dst, true
+}
+
+// completed handles the completion of o's libfabric operation (err from
+// the completion queue, nil if it succeeded).
+func (e *Endpoint) completed(o *op, err error) {
+	p := o.peer
+	if o.pinned {
+		o.pin.Unpin()
+		o.pinned = false
+	}
+	if o.dst != nil && err == nil {
+		e.ops.mu.Lock()
+		told := o.done // failed with its peer: dst is the caller's again
+		e.ops.mu.Unlock()
+		if !told {
+			copy(o.dst, o.data)
+		}
+	}
+	e.ops.mu.Lock()
+	if err != nil && o.err == nil {
+		o.err = err
+		o.waits = 1 // no reply will come
+	}
+	o.waits--
+	last := o.waits == 0
+	e.ops.mu.Unlock()
+	e.release(p, o.class)
+	if last {
+		e.finish(o)
+	}
+}
+
+// replied handles the reply to o.
+func (e *Endpoint) replied(o *op, st status, payload []byte) {
+	e.ops.mu.Lock()
+	if err := st.err(); err != nil && o.err == nil {
+		o.err = fmt.Errorf("fabric: rank %d: %w", o.target, err)
+	}
+	if o.result != nil {
+		copy(o.result, payload)
+	}
+	r := o.reply
+	o.waits--
+	last := o.waits == 0
+	e.ops.mu.Unlock()
+	if r != nil {
+		r <- reply{status: st, payload: append([]byte(nil), payload...)}
+	}
+	if last {
+		e.finish(o)
+	}
+}
+
+// finish ends o: its Completion is told.
+func (e *Endpoint) finish(o *op) {
+	e.ops.tell(o, o.err)
+	e.dispose(o)
+}
+
+// release records the completion of an operation of class cl to p and
+// issues the queued notices that may now go.
+func (e *Endpoint) release(p *peer, cl class) {
+	p.omu.Lock()
+	defer p.omu.Unlock()
+	p.pending[cl]--
+	for len(p.queue) > 0 && e.mayGo(p, p.queue[0].class) {
+		o := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		if err := p.err(); err != nil {
+			e.ops.tell(o, err)
+			e.dispose(o)
+			continue
+		}
+		_ = e.issueLocked(p, o)
+	}
+}
+
+// dropQueue fails the notices waiting in p's queue with err.
+func (e *Endpoint) dropQueue(p *peer, err error) {
+	p.omu.Lock()
+	q := p.queue
+	p.queue = nil
+	p.omu.Unlock()
+	for _, o := range q {
+		e.ops.tell(o, err)
+		e.dispose(o)
+	}
+}
+
+// idle reports whether nothing issued to p is in flight or queued.
+func (p *peer) idle() bool {
+	p.omu.Lock()
+	defer p.omu.Unlock()
+	return p.pending == [nclass]int{} && len(p.queue) == 0
+}
