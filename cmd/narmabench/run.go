@@ -44,6 +44,10 @@ func (e *usageError) Error() string { return e.msg }
 // (the ranks find it before they join the job). The other ranks keep
 // what they would print, and on a usage error wait for narmarun to stop
 // them (see waitStopped) before they exit with status 2 too.
+// extraCommands are commands that builds with a build tag add (fabric):
+// they get the arguments after their name and return the exit status.
+var extraCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rank := launchedRank()
 	if rank <= 0 {
@@ -73,6 +77,9 @@ func command(ctx context.Context, args []string, stdout, stderr, ustdout, ustder
 		return exitOK
 	case "all":
 		return runAllCommand(ctx, args[1:], stdout, stderr, ustderr)
+	}
+	if f, ok := extraCommands[args[0]]; ok {
+		return f(ctx, args[1:], stdout, stderr)
 	}
 	e, ok := bench.Lookup(args[0])
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/narma-rma/narma/internal/transport"
 )
@@ -206,7 +207,8 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 
 // waitIdle polls until nothing issued to p is in flight.
 func (e *Endpoint) waitIdle(ctx context.Context, p *peer) error {
-	for spins := 0; !p.idle() || p.inflight.Load() != 0; spins++ {
+	var start time.Time
+	for !p.idle() || p.inflight.Load() != 0 {
 		if err := p.err(); err != nil {
 			return err
 		}
@@ -217,7 +219,10 @@ func (e *Endpoint) waitIdle(ctx context.Context, p *peer) error {
 			return err
 		}
 		if !e.Poll() {
-			e.prog.idleWait(spins)
+			if start.IsZero() {
+				start = time.Now()
+			}
+			e.prog.idleWait(start)
 		}
 	}
 	return nil

@@ -4,7 +4,9 @@ package fabric_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -61,5 +63,77 @@ func itoa(n int) string {
 func closeAll(eps []*fabric.Endpoint) {
 	for _, e := range eps {
 		e.Close()
+	}
+}
+
+// BenchmarkPingPong compares a ping-pong of notified puts through the
+// transport (Region.Put with a tag, the target polling for the notice)
+// with libfabric's own (RawPingPong), in one run: ns/op is a half round
+// trip.
+func BenchmarkPingPong(b *testing.B) {
+	for _, size := range []int{8, 4096} {
+		b.Run("raw/"+sizeName(size), func(b *testing.B) {
+			d, err := fabric.RawPingPong(testConfig(), size, max(b.N/2, 1), 100)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(d.Nanoseconds()), "ns/half-rtt")
+		})
+		b.Run("transport/"+sizeName(size), func(b *testing.B) {
+			eps := group(b, 2)
+			defer closeAll(eps)
+			var regs [2]transport.Region
+			for i, e := range eps {
+				buf := mem.Alloc(size)
+				defer mem.Free(buf)
+				key, err := e.Expose(buf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Unexpose(key)
+				regs[1-i], err = eps[1-i].Region(i, key, size)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			// The notices come to a handler (the background progress may
+			// find them) or to the polling waiter.
+			var got [2]atomic.Int64
+			takers := [2]transport.NoticeTaker{}
+			for i, e := range eps {
+				e.SetNoticeHandler(func(int, transport.Key, transport.Notice) { got[i].Add(1) })
+				takers[i] = func(int, transport.Key, transport.Notice) bool { got[i].Add(1); return true }
+			}
+			wait := func(i int) {
+				for got[i].Load() == 0 {
+					eps[i].PollNotices(takers[i])
+				}
+				got[i].Add(-1)
+			}
+			n := transport.TagNotice(transport.NoticeTag, 1)
+			src := make([]byte, size)
+			done := make(chan struct{})
+			iters := max(b.N/2, 1)
+			go func() {
+				defer close(done)
+				for range iters + 100 {
+					wait(1)
+					regs[1].Put(0, src, n, nil)
+				}
+			}()
+			for range 100 {
+				regs[0].Put(0, src, n, nil)
+				wait(0)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for range iters {
+				regs[0].Put(0, src, n, nil)
+				wait(0)
+			}
+			d := time.Since(start)
+			<-done
+			b.ReportMetric(float64(d.Nanoseconds())/float64(2*iters), "ns/half-rtt")
+		})
 	}
 }

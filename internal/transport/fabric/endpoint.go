@@ -56,8 +56,28 @@ type Endpoint struct {
 	hmu     sync.Mutex
 	handles map[handleKey]*region // nil once closed
 
-	prog progress
-	sbuf bufPool // C buffers for sends
+	prog   progress
+	sbuf   bufPool               // C buffers for sends
+	counts [nclass]atomic.Uint64 // libfabric operations issued
+}
+
+// Counts says how many libfabric operations an endpoint issued, by kind:
+// each is one network operation.
+type Counts struct {
+	Writes     uint64 // fi_write without remote CQ data
+	WritesData uint64 // fi_writedata: a write carrying a notice
+	Reads      uint64 // fi_read
+	Sends      uint64 // fi_send: messages (notices that did not fit, atomics, active messages, control)
+}
+
+// Counts returns the operations the endpoint issued so far.
+func (e *Endpoint) Counts() Counts {
+	return Counts{
+		Writes:     e.counts[classW].Load(),
+		WritesData: e.counts[classD].Load(),
+		Reads:      e.counts[classR].Load(),
+		Sends:      e.counts[classS].Load(),
+	}
 }
 
 var (
@@ -157,7 +177,11 @@ func open(cfg Config) (*Endpoint, []byte, error) {
 	e.sbuf.size = msgBufSize
 	// Ops for a burst of operations in flight, so that a steady state
 	// allocates nothing.
-	for range 128 {
+	e.ops.slots = make([]*op, 0, spareOps)
+	e.ops.gens = make([]uint32, 0, spareOps)
+	e.ops.free = make([]uint32, 0, spareOps)
+	e.ops.spare = make([]*op, 0, spareOps)
+	for range spareOps / 2 {
 		e.ops.spare = append(e.ops.spare, &op{small: new([smallData]byte)})
 	}
 	return e, name, nil

@@ -155,8 +155,11 @@ func (m *msg) decode(b []byte) ([]byte, error) {
 		n2:     le.Uint32(b[52:]),
 		seq:    le.Uint32(b[56:]),
 	}
-	if m.kind == 0 || m.kind >= msgMax || b[1]&^1 != 0 {
+	if m.kind == 0 || m.kind >= msgMax || b[1]&^1 != 0 || le.Uint32(b[60:]) != 0 {
 		return nil, fmt.Errorf("fabric: message of kind %d, flags %#x", b[0], b[1])
+	}
+	if k := transport.NoticeKind(b[32]); k > transport.NoticeSignal {
+		return nil, fmt.Errorf("fabric: message with a notice of kind %d", k)
 	}
 	return b[msgHeader:], nil
 }
@@ -173,6 +176,9 @@ func noticeWords(n transport.Notice) (head, value uint64) {
 }
 
 func noticeFrom(head, value uint64) transport.Notice {
+	if transport.NoticeKind(head) == transport.NoticeNone {
+		return transport.Notice{}
+	}
 	return transport.NoticeOf(transport.NoticeKind(head), transport.SignalOp(head>>8), int32(uint32(head>>16)), head>>16, value)
 }
 

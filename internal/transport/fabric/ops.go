@@ -84,6 +84,10 @@ type reply struct {
 	payload []byte
 }
 
+// spareOps is how many recycled ops an endpoint keeps; it starts with
+// half as many.
+const spareOps = 1024
+
 // opTable holds the operations in flight in numbered slots: an op's
 // number is its slot and the slot's generation.
 type opTable struct {
@@ -152,7 +156,7 @@ func (t *opTable) recycle(o *op) {
 		o.pin.Unpin()
 	}
 	*o = op{pin: o.pin, small: o.small}
-	if len(t.spare) < 256 {
+	if len(t.spare) < spareOps {
 		t.spare = append(t.spare, o)
 	}
 }
@@ -264,6 +268,7 @@ func (e *Endpoint) issue(p *peer, o *op) int {
 // is held.
 func (e *Endpoint) issueLocked(p *peer, o *op) error {
 	p.pending[o.class]++
+	e.counts[o.class].Add(1) // before its completion can be seen
 	var deadline time.Time
 	for {
 		ret := e.issue(p, o)
@@ -296,6 +301,7 @@ func (e *Endpoint) issueLocked(p *peer, o *op) error {
 // abort undoes the issue of o, which failed with err.
 func (e *Endpoint) abort(p *peer, o *op, err error) error {
 	p.pending[o.class]--
+	e.counts[o.class].Add(^uint64(0))
 	e.ops.tell(o, err)
 	e.dispose(o)
 	return err

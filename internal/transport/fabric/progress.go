@@ -43,6 +43,7 @@ type progress struct {
 	smu     sync.Mutex
 	selfq   []func() // active messages to self, handled by the drain
 	selfN   atomic.Int32
+	polled  atomic.Int64 // when a waiter last polled (UnixNano), 0 once it parked
 	on      atomic.Bool
 	quit    chan struct{}
 	stopped chan struct{}
@@ -101,6 +102,10 @@ func (pr *progress) loop(e *Endpoint) {
 		switch {
 		case idle < 16:
 			runtime.Gosched()
+		case time.Now().UnixNano()-pr.polled.Load() < int64(waiterActive):
+			// A waiter polls: it delivers, and a thread woken by every
+			// packet would only take the processor from it.
+			time.Sleep(waiterActive / 4)
 		case e.attr.waitFD >= 0 && e.lib.trywait():
 			sys.WaitReadable(e.attr.waitFD, 2*time.Millisecond)
 		default:
@@ -110,14 +115,18 @@ func (pr *progress) loop(e *Endpoint) {
 }
 
 // idleWait is how a waiter of this package waits between polls that
-// found nothing.
-func (pr *progress) idleWait(spins int) {
-	if spins < 256 {
+// found nothing, since start: it yields for a network round trip or
+// two, then sleeps a little between polls.
+func (pr *progress) idleWait(start time.Time) {
+	if time.Since(start) < spinFor {
 		runtime.Gosched()
 		return
 	}
 	time.Sleep(20 * time.Microsecond)
 }
+
+// spinFor is how long a waiter polls before it sleeps between polls.
+const spinFor = 200 * time.Microsecond
 
 // reap reads the completion queue into the backlog without handling
 // anything: the provider progresses.
@@ -167,21 +176,33 @@ func (pr *progress) afterDrain(e *Endpoint) {
 	}
 }
 
+// waiterActive is how recently a waiter must have polled for the
+// background goroutine to leave the completion queue to it.
+const waiterActive = time.Millisecond
+
 // Poll handles what had arrived (a few batches at most) and reports
 // whether there was anything.
-func (e *Endpoint) Poll() bool { return e.drainOnce(nil) }
+func (e *Endpoint) Poll() bool {
+	e.prog.polled.Store(time.Now().UnixNano())
+	return e.drainOnce(nil)
+}
 
 // PollNotices is Poll, except that notices go to t, and it stops after
 // the one for which t reports done.
-func (e *Endpoint) PollNotices(t transport.NoticeTaker) bool { return e.drainOnce(t) }
+func (e *Endpoint) PollNotices(t transport.NoticeTaker) bool {
+	e.prog.polled.Store(time.Now().UnixNano())
+	return e.drainOnce(t)
+}
 
 // Yield gives the processor to other goroutines and threads.
 func (e *Endpoint) Yield() {
 	runtime.Gosched()
 }
 
-// Park does nothing: the background goroutine always delivers.
-func (e *Endpoint) Park() {}
+// Park tells the background goroutine that the waiters stopped polling:
+// it waits on the completion queue's descriptor again, so that an arrival
+// is handled at once.
+func (e *Endpoint) Park() { e.prog.polled.Store(0) }
 
 // drainOnce takes the drain, handles the backlog and up to four batches
 // of the queue, and reports whether it handled anything.
