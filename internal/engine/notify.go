@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/narma-rma/narma/internal/mem"
@@ -59,12 +60,15 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 		}
 		w.inbox.push(int32(src), n.Tag())
 	case transport.NoticeCounter:
+		w.counting.Add(1)
 		cs := w.counters.Load()
 		if cs == nil || n.Tag() < 0 || int(n.Tag()) >= len(cs.v) {
+			w.counting.Add(-1)
 			w.badNotices.Add(1)
 			return
 		}
 		cs.v[n.Tag()].Add(1)
+		w.counting.Add(-1)
 	case transport.NoticeSignal:
 		if len(w.mem) < 8 || n.Offset() > uint64(len(w.mem)-8) || n.Offset()%8 != 0 {
 			w.badNotices.Add(1)
@@ -325,14 +329,23 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 	if err := w.c.Allgather(ctx, mem.Bytes(mine[:]), mem.Bytes(all)); err != nil {
 		return err
 	}
-	old := w.counters.Load()
+	// The notices issued before SetCounters are all here, but a
+	// transport whose receiver drains queues may not have handled them
+	// yet (and a poll handles only a first part): handle them, so that
+	// the counts carried over include them.
+	w.c.progress()
 	cs := &counterSet{v: make([]atomic.Uint64, n)}
+	old := w.counters.Swap(cs)
 	if old != nil {
+		// A handler that loaded the old set may still be about to
+		// increment it: wait until none is, then carry its counts over.
+		for w.counting.Load() != 0 {
+			runtime.Gosched()
+		}
 		for i := range min(n, len(old.v)) {
-			cs.v[i].Store(old.v[i].Load())
+			cs.v[i].Add(old.v[i].Load())
 		}
 	}
-	w.counters.Store(cs)
 	for r, k := range all {
 		w.ncounters[r] = int(k)
 	}

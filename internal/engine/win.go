@@ -151,13 +151,17 @@ type Win struct {
 	queued         int
 
 	// Notified Access, target side (notify.go).
-	inbox      inbox                      // tag notices not yet matched
-	mq         match.Queue                // tag notices drained from the inbox; the owner's only
-	direct     transport.NoticeTaker      // w.takeNotice, made once: the taker of PollNotices
-	directReq  *Request                   // the request testNotify polls for; the owner's only
-	counters   atomic.Pointer[counterSet] // notification counters
-	ncounters  []int                      // number of counters of each rank
-	badNotices atomic.Int64               // notices refused at this target (bad counter or signal)
+	inbox     inbox                      // tag notices not yet matched
+	mq        match.Queue                // tag notices drained from the inbox; the owner's only
+	direct    transport.NoticeTaker      // w.takeNotice, made once: the taker of PollNotices
+	directReq *Request                   // the request testNotify polls for; the owner's only
+	counters  atomic.Pointer[counterSet] // notification counters
+	// counting is the number of handlers between loading counters and
+	// incrementing one: SetCounters waits for it to drop to zero before
+	// it moves the old set's counts into the new one.
+	counting   atomic.Int32
+	ncounters  []int        // number of counters of each rank
+	badNotices atomic.Int64 // notices refused at this target (bad counter or signal)
 
 	// Control messages taken (see ctlSize): posts and completes per
 	// origin, fence-dones. The owner's only.
