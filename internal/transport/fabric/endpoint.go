@@ -3,9 +3,11 @@
 package fabric
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +58,7 @@ type Endpoint struct {
 	hmu     sync.Mutex
 	handles map[handleKey]*region // nil once closed
 
+	life   guard // calls into libfabric, which Close waits out
 	prog   progress
 	sbuf   bufPool               // C buffers for sends
 	counts [nclass]atomic.Uint64 // libfabric operations issued
@@ -131,6 +134,13 @@ func Group(cfg Config, n int) ([]*Endpoint, error) {
 		}
 		eps = append(eps, e)
 		names = append(names, name)
+	}
+	for i := range names {
+		for j := range i {
+			if bytes.Equal(names[i], names[j]) {
+				return fail(fmt.Errorf("fabric: provider %s gives endpoints %d and %d of one process the same address %q: run the ranks as processes", eps[0].attr.prov, j, i, names[i]))
+			}
+		}
 	}
 	for _, e := range eps {
 		if err := e.connect(names); err != nil {
@@ -250,6 +260,9 @@ func (e *Endpoint) Close() error {
 	e.handles = nil
 	e.hmu.Unlock()
 	e.prog.stop()
+	// Calls under way (a poll, an issue) end soon: they see the endpoint
+	// closed. None starts after this.
+	e.life.kill()
 	e.regions.releaseAll(e)
 	e.lib.close()
 	e.ops.failAll(transport.ErrClosed)
@@ -370,4 +383,34 @@ func (a attr) String() string {
 		notices = "notices as messages (remote CQ data too small)"
 	}
 	return fmt.Sprintf("libfabric provider %s, fabric %s, domain %s: completion %s; %s", a.prov, a.fabric, a.domain, completion, notices)
+}
+
+// guard counts the goroutines inside libfabric calls of an endpoint, so
+// that Close tears the endpoint down only once none is and none can start
+// (a count, not an RWMutex: a handler run by a poll may issue, nesting
+// the guard, which a waiting writer would deadlock).
+type guard struct{ n atomic.Int64 }
+
+// dead is added to the count by kill: enter fails from then on.
+const dead = math.MinInt64 / 2
+
+// enter reports whether the caller may use libfabric; if so it must call
+// exit after.
+func (g *guard) enter() bool {
+	if g.n.Add(1) < 0 {
+		g.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+// exit ends a use that enter allowed.
+func (g *guard) exit() { g.n.Add(-1) }
+
+// kill refuses further uses and waits for those under way to end.
+func (g *guard) kill() {
+	g.n.Add(dead)
+	for g.n.Load() != dead {
+		time.Sleep(50 * time.Microsecond)
+	}
 }

@@ -3,6 +3,7 @@
 package fabric_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -155,5 +156,56 @@ func TestRawPingPong(t *testing.T) {
 	}
 	if _, err := fabric.RawPingPong(testConfig(), 8, 0, 0); err == nil {
 		t.Error("RawPingPong of 0 round trips: no error")
+	}
+}
+
+// TestAccumulatesInIssueOrder: an accumulate with a notice may wait for
+// a large get before it (a notice must follow what came before, and
+// tcp;ofi_rxm does not order a message after a read); the accumulate
+// issued after it must wait too, or it would apply first.
+func TestAccumulatesInIssueOrder(t *testing.T) {
+	eps := group(t, 2)
+	defer closeAll(eps)
+	const size = 8 << 20
+	buf := mem.Alloc(size)
+	defer mem.Free(buf)
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eps[0].Region(1, key, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dst := make([]byte, size)
+	for round := range 5 {
+		var c transport.Completion
+		one, two := mem.Bytes([]int64{1}), mem.Bytes([]int64{int64(2 + round)})
+		if err := r.Get(0, dst, transport.Notice{}, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Accumulate(8, mem.Replace, mem.Int64, one, nil, transport.TagNotice(transport.NoticeTag, 1), &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Accumulate(8, mem.Replace, mem.Int64, two, nil, transport.Notice{}, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := eps[0].Flush(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 8)
+		if err := r.Get(8, got, transport.Notice{}, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, two) {
+			t.Fatalf("round %d: the word holds %v, want the last accumulate's %v", round, got, two)
+		}
 	}
 }

@@ -70,7 +70,11 @@ type op struct {
 	buf      cbuf             // a send's message, or a write's or read's bounce buffer
 	dst      []byte           // a read through buf: where its data goes
 	n        int              // a send's length
-	seq      uint32           // a send's number, once issued
+	seq      uint32           // a send's number, once issued (numbered)
+	numbered bool
+	ordered  bool // queued behind the operations before it (a notice)
+	expects  bool // a reply will come (waits started at 2)
+	answered bool // the reply came
 
 	// result receives a reply's payload (a fetching atomic's old value).
 	result []byte
@@ -117,9 +121,14 @@ func (t *opTable) add(p *peer, cl class, c *transport.Completion, waits int) *op
 		t.slots = append(t.slots, nil)
 		t.gens = append(t.gens, 0)
 	}
-	t.gens[slot]++
+	// A generation of 30 bits, never 0: an op's number stays below the
+	// receive buffers' contexts (recvCtx) and is never 0 (remote events).
+	t.gens[slot] = (t.gens[slot] + 1) & (1<<30 - 1)
+	if t.gens[slot] == 0 {
+		t.gens[slot] = 1
+	}
 	o.id = uint64(t.gens[slot])<<32 | uint64(slot)
-	o.target, o.peer, o.class, o.c, o.waits = p.rank, p, cl, c, waits
+	o.target, o.peer, o.class, o.c, o.waits, o.expects = p.rank, p, cl, c, waits, waits == 2
 	t.slots[slot] = o
 	t.mu.Unlock()
 	p.inflight.Add(1)
@@ -173,7 +182,10 @@ func (t *opTable) tell(o *op, err error) {
 	t.mu.Unlock()
 	o.peer.inflight.Add(-1)
 	if r != nil && err != nil {
-		r <- reply{status: statusErr, payload: []byte(err.Error())}
+		select {
+		case r <- reply{status: statusErr, payload: []byte(err.Error())}:
+		default:
+		}
 	}
 	if c != nil {
 		c.Done(err)
@@ -229,12 +241,22 @@ func (e *Endpoint) mayGo(p *peer, cl class) bool {
 // start issues o to p now. With ordered, o must arrive after everything
 // issued to p before it (it carries a notice): it waits in p's queue
 // until the provider's order or the completion of those operations
-// allows it. An error means o was not issued and its Completion was
-// told.
+// allows it, and so does everything issued to p after it. An error means
+// o was not issued and its Completion was told.
 func (e *Endpoint) start(p *peer, o *op, ordered bool) error {
+	if !e.life.enter() {
+		e.ops.tell(o, transport.ErrClosed)
+		e.dispose(o)
+		return transport.ErrClosed
+	}
+	defer e.life.exit()
 	p.omu.Lock()
 	defer p.omu.Unlock()
-	if ordered && (len(p.queue) > 0 || !e.mayGo(p, o.class)) {
+	// Behind a queued notice everything waits, in order: accumulates
+	// must apply in issue order, and the notice must not wait for
+	// operations issued after it.
+	if len(p.queue) > 0 || (ordered && !e.mayGo(p, o.class)) {
+		o.ordered = ordered
 		p.queue = append(p.queue, o)
 		return nil
 	}
@@ -249,10 +271,10 @@ func (e *Endpoint) issue(p *peer, o *op) int {
 	case classR:
 		return e.lib.read(o.data, p.rank, o.addr, o.key, o.id)
 	}
-	if o.seq == 0 {
+	if !o.numbered {
 		// Numbered in the order issued, once.
 		p.sendSeq++
-		o.seq = p.sendSeq
+		o.seq, o.numbered = p.sendSeq, true
 		binary.LittleEndian.PutUint32(o.buf.b[seqAt:], o.seq)
 	}
 	ret := e.lib.send(o.buf.b[:o.n], p.rank, false, o.id)
@@ -364,16 +386,16 @@ func (e *Endpoint) completed(o *op, err error) {
 	}
 	if o.dst != nil && err == nil {
 		e.ops.mu.Lock()
-		told := o.done // failed with its peer: dst is the caller's again
-		e.ops.mu.Unlock()
-		if !told {
+		if !o.done { // else failed with its peer: dst is the caller's again
 			copy(o.dst, o.data)
 		}
+		e.ops.mu.Unlock()
 	}
 	e.ops.mu.Lock()
 	if err != nil && o.err == nil {
 		o.err = err
-		o.waits = 1 // no reply will come
+		o.waits = 1 // no reply will come, and one that does is ignored
+		o.answered = true
 	}
 	o.waits--
 	last := o.waits == 0
@@ -387,10 +409,17 @@ func (e *Endpoint) completed(o *op, err error) {
 // replied handles the reply to o.
 func (e *Endpoint) replied(o *op, st status, payload []byte) {
 	e.ops.mu.Lock()
+	if !o.expects || o.answered {
+		// A reply to an op that asked nothing, or a second one: a
+		// confused peer; the op goes on as if it had not come.
+		e.ops.mu.Unlock()
+		return
+	}
+	o.answered = true
 	if err := st.err(); err != nil && o.err == nil {
 		o.err = fmt.Errorf("fabric: rank %d: %w", o.target, err)
 	}
-	if o.result != nil {
+	if o.result != nil && !o.done {
 		copy(o.result, payload)
 	}
 	r := o.reply
@@ -398,7 +427,10 @@ func (e *Endpoint) replied(o *op, st status, payload []byte) {
 	last := o.waits == 0
 	e.ops.mu.Unlock()
 	if r != nil {
-		r <- reply{status: st, payload: append([]byte(nil), payload...)}
+		select {
+		case r <- reply{status: st, payload: append([]byte(nil), payload...)}:
+		default:
+		}
 	}
 	if last {
 		e.finish(o)
@@ -417,7 +449,7 @@ func (e *Endpoint) release(p *peer, cl class) {
 	p.omu.Lock()
 	defer p.omu.Unlock()
 	p.pending[cl]--
-	for len(p.queue) > 0 && e.mayGo(p, p.queue[0].class) {
+	for len(p.queue) > 0 && (!p.queue[0].ordered || e.mayGo(p, p.queue[0].class)) {
 		o := p.queue[0]
 		p.queue[0] = nil
 		p.queue = p.queue[1:]

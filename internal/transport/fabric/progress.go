@@ -25,6 +25,15 @@ import (
 // that found the provider full, from inside a handler perhaps) reads the
 // queue into the backlog, which the drain handles first.
 
+// maxEarly bounds the messages a target keeps from one source while it
+// waits for one before them; a source past it has lost one, or lies, and
+// is failed.
+const maxEarly = 4096
+
+// maxAM bounds an active message (header and payload) that arrives in
+// fragments.
+const maxAM = 1 << 40
+
 // recvBuffers is how many receive buffers an endpoint keeps posted.
 const recvBuffers = 32
 
@@ -208,9 +217,10 @@ func (e *Endpoint) Park() { e.prog.polled.Store(0) }
 // of the queue, and reports whether it handled anything.
 func (e *Endpoint) drainOnce(t transport.NoticeTaker) bool {
 	pr := &e.prog
-	if !pr.on.Load() {
+	if !pr.on.Load() || !e.life.enter() {
 		return false
 	}
+	defer e.life.exit()
 	pr.drain.Lock()
 	any := pr.runSelf()
 	for round := 0; round < 4; round++ {
@@ -339,6 +349,11 @@ func (e *Endpoint) handleMsg(b []byte, t transport.NoticeTaker) bool {
 		// fetches by rendezvous after a small one behind it): keep it
 		// until those before it came.
 		if d := m.seq - p.recvSeq; d > 0 && d < 1<<31 {
+			if len(p.early) >= maxEarly {
+				e.fail(p, fmt.Errorf("fabric: rank %d: %d messages arrived before the one they follow: %w", src, len(p.early), transport.ErrPeer))
+				p.early = nil
+				return false
+			}
 			if p.early == nil {
 				p.early = make(map[uint32][]byte)
 			}
@@ -436,14 +451,19 @@ func (e *Endpoint) handleFragment(p *peer, m *msg, body []byte) {
 			e.handleAM(p.rank, transport.AMID(m.a), body[:m.n1], body[m.n1:])
 			return
 		}
-		if m.id > 1<<40 {
+		if m.id > maxAM || uint64(len(body)) >= m.id {
 			return
 		}
 		p.fmsg = *m
-		p.frag = append(make([]byte, 0, m.id), body...)
+		// Grown as fragments come, not sized by the header's word.
+		p.frag = append(make([]byte, 0, min(m.id, 4*maxBody)), body...)
 		return
 	}
 	if p.frag == nil {
+		return
+	}
+	if uint64(len(p.frag)+len(body)) > p.fmsg.id {
+		p.frag = nil // longer than its first fragment said: dropped
 		return
 	}
 	p.frag = append(p.frag, body...)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
@@ -40,8 +41,21 @@ type regionTable struct {
 	mu    sync.RWMutex
 	slots []*exposed
 	gens  []uint32
-	free  []uint32
+	free  []freeSlot // oldest first
 }
+
+// freeSlot is a slot of a withdrawn region and when it was freed. A
+// write's remote CQ data names the slot without its generation, and its
+// completion may be handled after the withdrawal (completion order is the
+// provider's): a slot is reused only once slotQuarantine passed, so that
+// such a notice finds no region rather than the next one.
+type freeSlot struct {
+	slot uint32
+	at   time.Time
+}
+
+// slotQuarantine is how long a freed slot stays unused.
+const slotQuarantine = time.Second
 
 // Key layout: the remote address of the region's first byte (0 unless
 // the provider names memory by virtual address), fi_mr_key, slot,
@@ -65,16 +79,17 @@ func splitKey(k transport.Key) (addr, mrKey uint64, slot, gen uint32, ok bool) {
 // Expose registers m with the provider for remote reads and writes and
 // returns its key. m stays pinned until Unexpose.
 func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
-	if !e.open() {
+	if !e.open() || !e.life.enter() {
 		return transport.Key{}, transport.ErrClosed
 	}
+	defer e.life.exit()
 	x := &exposed{mem: m}
 	t := &e.regions
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.free) > 0 {
-		x.slot = t.free[len(t.free)-1]
-		t.free = t.free[:len(t.free)-1]
+	if len(t.free) > 0 && time.Since(t.free[0].at) > slotQuarantine {
+		x.slot = t.free[0].slot
+		t.free = t.free[1:]
 	} else {
 		x.slot = uint32(len(t.slots))
 		t.slots = append(t.slots, nil)
@@ -92,7 +107,7 @@ func (e *Endpoint) Expose(m []byte) (transport.Key, error) {
 		x.mr, mrKey, err = e.lib.register(m, uint64(x.slot)<<20|uint64(x.gen&0xfffff))
 		if err != nil {
 			x.pin.Unpin()
-			t.free = append(t.free, x.slot)
+			t.free = append(t.free, freeSlot{x.slot, time.Time{}})
 			return transport.Key{}, fmt.Errorf("fabric: expose %d bytes: %w", len(m), err)
 		}
 		if e.attr.mrMode&mrVirtAddr != 0 {
@@ -159,9 +174,10 @@ func (t *regionTable) acquire(slot, gen uint32) *exposed {
 // handles (Unexpose waits for their acknowledgement, within the timeout),
 // then its registration closes, so that nothing reaches the memory.
 func (e *Endpoint) Unexpose(key transport.Key) error {
-	if !e.open() {
+	if !e.open() || !e.life.enter() {
 		return transport.ErrClosed
 	}
+	defer e.life.exit()
 	t := &e.regions
 	x := t.byKey(key)
 	if x == nil {
@@ -200,7 +216,7 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 	wg.Wait()
 	err := e.unregister(x)
 	t.mu.Lock()
-	t.free = append(t.free, x.slot)
+	t.free = append(t.free, freeSlot{x.slot, time.Now()})
 	t.mu.Unlock()
 	return err
 }
