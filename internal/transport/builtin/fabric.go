@@ -59,17 +59,8 @@ func launchedFabric(ctx context.Context, env bootstrap.Env) (*registry.Joined, e
 		client.Close()
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
 	}
-	// As over tcp, a peer may send once it has this rank's address: the
-	// bootstrap holds one more round, which Ready runs once the
-	// handlers are installed.
-	ready := func(ctx context.Context) error {
-		if _, err := client.Exchange(ctx, nil); err != nil {
-			client.Close()
-			return fmt.Errorf("join: rank %d of %d: waiting for the other ranks: %w", env.Rank, env.Size, err)
-		}
-		return nil
-	}
-	return &registry.Joined{Endpoint: ep, Name: "fabric", Boot: client, Ready: ready}, nil
+	// As over tcp, a peer may send once it has this rank's address.
+	return &registry.Joined{Endpoint: ep, Name: "fabric", Boot: client, Ready: lastRound(client, env)}, nil
 }
 
 // fabricStatus opens an endpoint as a rank would and names what

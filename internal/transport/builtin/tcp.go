@@ -57,14 +57,20 @@ func launchedTCP(ctx context.Context, env bootstrap.Env, hybrid bool) (*registry
 	// handlers are installed. From then on the transport's connections,
 	// heartbeats included, watch the peers, and the bootstrap
 	// connection, open until the process exits, watches the launcher.
-	ready := func(ctx context.Context) error {
+	return &registry.Joined{Endpoint: all, Name: name, Boot: client, Ready: lastRound(client, env)}, nil
+}
+
+// lastRound returns the Ready of a rank whose peers may send as soon as
+// they have its address: one more bootstrap round, once its handlers are
+// installed.
+func lastRound(client *bootstrap.Client, env bootstrap.Env) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		if _, err := client.Exchange(ctx, nil); err != nil {
 			client.Close()
 			return fmt.Errorf("join: rank %d of %d: waiting for the other ranks: %w", env.Rank, env.Size, err)
 		}
 		return nil
 	}
-	return &registry.Joined{Endpoint: all, Name: name, Boot: client, Ready: ready}, nil
 }
 
 // autoListen returns the address the tcp transport listens on when the
