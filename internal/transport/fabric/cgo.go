@@ -43,14 +43,10 @@ type attr struct {
 // libfabric constants the Go side needs.
 const (
 	mrVirtAddr = uint64(C.FI_MR_VIRT_ADDR)
-	mrProvKey  = uint64(C.FI_MR_PROV_KEY)
 
 	flagRemoteCQData = uint64(C.FI_REMOTE_CQ_DATA)
-	flagRemoteWrite  = uint64(C.FI_REMOTE_WRITE)
-	flagRecv         = uint64(C.FI_RECV)
 
-	errAgain    = -int(C.FI_EAGAIN)
-	errCanceled = int(C.FI_ECANCELED)
+	errAgain = -int(C.FI_EAGAIN)
 )
 
 // Orders of operations the provider keeps (msg_order), by what comes

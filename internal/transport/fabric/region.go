@@ -429,13 +429,12 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 	if n.Kind() == transport.NoticeNone || withData {
 		return nil
 	}
-	return r.notice(n, off, c)
+	return r.notice(n, c)
 }
 
 // notice sends n as a message that arrives after everything issued to
 // the target before it.
-func (r *region) notice(n transport.Notice, off int, c *transport.Completion) error {
-	_ = off
+func (r *region) notice(n transport.Notice, c *transport.Completion) error {
 	return r.ep.sendMsg(r.p, &msg{kind: msgNotice, slot: r.slot, gen: r.gen, notice: n}, nil, c, true)
 }
 
@@ -466,7 +465,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 	if n.Kind() == transport.NoticeNone {
 		return nil
 	}
-	return r.notice(n, off, c)
+	return r.notice(n, c)
 }
 
 // Accumulate applies op at the target, in software: a message that the
