@@ -55,9 +55,11 @@ func Procs() bool {
 
 // RankProcess reports whether this process is a rank process of a test
 // job (one that Run, or another caller of testjob.Run, started). Its
-// NARMA_TRANSPORT is the launcher's ("shm"), not a choice of
-// in-process transport: a test that skips itself on NARMA_TRANSPORT asks
-// this first, so that it reaches its jobs in the rank processes too.
+// NARMA_TRANSPORT was the launcher's ("shm"), not a choice of in-process
+// transport; Main takes it out of the environment until the process
+// joins its job, so that the jobs before run as in the parent. A test
+// that skips itself on NARMA_TRANSPORT asks this first, so that it
+// reaches its jobs in the rank processes too.
 func RankProcess() bool { return testjob.Call() != "" }
 
 // Run runs fn on n ranks and fails the test on error: first with the
@@ -127,6 +129,15 @@ func RunErr(t *testing.T, n int, fn func(c *narma.Comm) error) error {
 // its calls), Main fails the process. A package whose TestMain serves
 // other calls of testjob.Run too handles those first, then calls Main.
 func Main(m *testing.M) {
+	if testjob.Call() != "" {
+		// The jobs before this process's own replay the parent's, which
+		// ran over the in-process transport; NARMA_TRANSPORT here names
+		// the job's transport (say fabric, whose every endpoint costs
+		// tens of megabytes and a fraction of a second to open). Keep it
+		// for Init, and let the replays run as in the parent.
+		jobTransport = os.Getenv(inprocTransport)
+		os.Unsetenv(inprocTransport)
+	}
 	code := m.Run()
 	if call := testjob.Call(); call != "" {
 		fmt.Fprintf(os.Stderr, "ranktest: rank process for %s: the test ended (status %d) without starting that job\n", call, code)
@@ -134,6 +145,15 @@ func Main(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// inprocTransport is the variable that selects both the in-process
+// transport of goroutine ranks and, in a rank process, the job's
+// transport (bootstrap's).
+const inprocTransport = "NARMA_TRANSPORT"
+
+// jobTransport is, in a rank process, the transport of its job, which
+// Main took out of the environment for the replayed jobs.
+var jobTransport string
 
 // calls numbers the jobs of each test, so that a rank process can find
 // the job it must run. The numbers are per *testing.T, not per name: with
@@ -228,6 +248,9 @@ func rankMain(t *testing.T, n int, call string, fn func(c *narma.Comm) error) {
 func rankJob(t *testing.T, n int, fn func(c *narma.Comm) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
+	if jobTransport != "" {
+		os.Setenv(inprocTransport, jobTransport)
+	}
 	c, err := narma.Init(ctx)
 	if err != nil {
 		return err
