@@ -56,6 +56,11 @@ func peerDeathRank() error {
 	if err != nil {
 		return err
 	}
+	// Allocate may return at one rank while another still looks up its
+	// window: rank 2 must not die before all are done with it.
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
 	if c.Rank() == 2 {
 		// Hold rank 0's window exclusively, tell rank 1, and die
 		// holding it.
