@@ -27,12 +27,15 @@ func init() {
 
 // fabricConfig reads the choice of provider, address and domain:
 // NARMA_FABRIC_PROVIDER (else libfabric's own FI_PROVIDER applies),
-// NARMA_FABRIC_NODE and NARMA_FABRIC_DOMAIN.
+// NARMA_FABRIC_NODE and NARMA_FABRIC_DOMAIN; NARMA_FABRIC_ATOMICS=software
+// applies atomics in software at the target even where the provider has
+// native ones.
 func fabricConfig() fabric.Config {
 	return fabric.Config{
-		Provider: os.Getenv("NARMA_FABRIC_PROVIDER"),
-		Node:     os.Getenv("NARMA_FABRIC_NODE"),
-		Domain:   os.Getenv("NARMA_FABRIC_DOMAIN"),
+		Provider:        os.Getenv("NARMA_FABRIC_PROVIDER"),
+		Node:            os.Getenv("NARMA_FABRIC_NODE"),
+		Domain:          os.Getenv("NARMA_FABRIC_DOMAIN"),
+		SoftwareAtomics: os.Getenv("NARMA_FABRIC_ATOMICS") == "software",
 	}
 }
 

@@ -137,3 +137,53 @@ func BenchmarkPingPong(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFetchAdd is a fetch-and-add of one int64 and the wait for its
+// result, polling as the engine's waiters do, between two goroutine
+// ranks: native (fi_fetch_atomic) against software (a message the target
+// applies and answers). Run with -count to interleave the two.
+func BenchmarkFetchAdd(b *testing.B) {
+	for _, software := range []bool{false, true} {
+		name := "native"
+		if software {
+			name = "software"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := testConfig()
+			cfg.SoftwareAtomics = software
+			eps, err := fabric.Group(cfg, 2)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer closeAll(eps)
+			if !software && !eps[0].Native() {
+				b.Skip("no native atomics")
+			}
+			buf := mem.Alloc(8)
+			defer mem.Free(buf)
+			key, err := eps[1].Expose(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := eps[0].Region(1, key, 8)
+			if err != nil {
+				b.Fatal(err)
+			}
+			one, res := mem.Bytes([]int64{1}), make([]byte, 8)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				var c transport.Completion
+				if err := r.Accumulate(0, mem.Sum, mem.Int64, one, res, transport.Notice{}, &c); err != nil {
+					b.Fatal(err)
+				}
+				for !c.Complete() {
+					eps[0].Poll()
+				}
+				if err := c.Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ package fabric
 #include <stdlib.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_atomic.h>
 #include "nf.h"
 */
 import "C"
@@ -15,6 +16,8 @@ import (
 	"fmt"
 	"runtime"
 	"unsafe"
+
+	"github.com/narma-rma/narma/internal/mem"
 )
 
 // This file is the only one that speaks C: the rest of the package sees
@@ -61,7 +64,29 @@ const (
 	orderSAR = uint64(C.FI_ORDER_SAR)
 	orderSAW = uint64(C.FI_ORDER_SAW)
 	orderSAS = uint64(C.FI_ORDER_SAS)
+
+	orderAtomicRAR = uint64(C.FI_ORDER_ATOMIC_RAR)
+	orderAtomicRAW = uint64(C.FI_ORDER_ATOMIC_RAW)
+	orderAtomicWAR = uint64(C.FI_ORDER_ATOMIC_WAR)
+	orderAtomicWAW = uint64(C.FI_ORDER_ATOMIC_WAW)
 )
+
+// atomicOrders gives for each of libfabric's orders of RMA and atomic
+// operations together the order of atomics alone, which it implies.
+var atomicOrders = [][2]uint64{
+	{orderRAR, orderAtomicRAR}, {orderRAW, orderAtomicRAW}, {orderWAR, orderAtomicWAR}, {orderWAW, orderAtomicWAW},
+}
+
+// withAtomicOrders adds to msg_order the orders of atomics alone that
+// its orders of RMA and atomics together imply.
+func withAtomicOrders(order uint64) uint64 {
+	for _, o := range atomicOrders {
+		if order&o[0] != 0 {
+			order |= o[1]
+		}
+	}
+	return order
+}
 
 // libError is a libfabric error code with the call that returned it.
 type libError struct {
@@ -100,7 +125,7 @@ func openLib(prov, node, domain string) (*lib, attr, error) {
 		fabric:     C.GoString(&a.fabric[0]),
 		domain:     C.GoString(&a.domain[0]),
 		mrMode:     uint64(a.mr_mode),
-		msgOrder:   uint64(a.msg_order),
+		msgOrder:   withAtomicOrders(uint64(a.msg_order)),
 		cqDataSize: int(a.cq_data_size),
 		injectSize: int(a.inject_size),
 		maxMsgSize: uint64(a.max_msg_size),
@@ -197,6 +222,69 @@ func (l *lib) send(buf []byte, dest int, inject bool, ctx uint64) int {
 // recv posts buf, a C buffer, for one incoming message.
 func (l *lib) recv(buf []byte, ctx uint64) int {
 	return int(C.nf_recv(l.p, ptr(buf), C.size_t(len(buf)), C.uint64_t(ctx)))
+}
+
+// Kinds of atomics.
+const (
+	atomicWrite   = int(C.NF_ATOMIC_WRITE)   // applied
+	atomicFetch   = int(C.NF_ATOMIC_FETCH)   // applied, the previous contents returned
+	atomicCompare = int(C.NF_ATOMIC_COMPARE) // compare-and-swap
+)
+
+// fiOps maps the operations onto libfabric's: Replace writes, NoOp reads
+// (fetching only).
+var fiOps = [...]C.enum_fi_op{
+	mem.Sum: C.FI_SUM, mem.Prod: C.FI_PROD, mem.Min: C.FI_MIN, mem.Max: C.FI_MAX,
+	mem.Band: C.FI_BAND, mem.Bor: C.FI_BOR, mem.Bxor: C.FI_BXOR,
+	mem.Replace: C.FI_ATOMIC_WRITE, mem.NoOp: C.FI_ATOMIC_READ,
+}
+
+// fiCSwap is libfabric's compare-and-swap.
+const fiCSwap = int(C.FI_CSWAP)
+
+// fiTypes maps the element types onto libfabric's.
+var fiTypes = [...]C.enum_fi_datatype{
+	mem.Int8: C.FI_INT8, mem.Int16: C.FI_INT16, mem.Int32: C.FI_INT32, mem.Int64: C.FI_INT64,
+	mem.Uint8: C.FI_UINT8, mem.Uint16: C.FI_UINT16, mem.Uint32: C.FI_UINT32, mem.Uint64: C.FI_UINT64,
+	mem.Float32: C.FI_FLOAT, mem.Float64: C.FI_DOUBLE,
+}
+
+// fiOp returns libfabric's operation for op.
+func fiOp(op mem.Op) int { return int(fiOps[op]) }
+
+// fiType returns libfabric's datatype for t; with bits, for operations
+// that only move or compare bits (Replace, NoOp, compare-and-swap), the
+// unsigned integer of t's size, so that floating-point elements compare
+// bit for bit, as package mem does (-0 is not 0, a NaN equals itself).
+func fiType(t mem.Type, bits bool) int {
+	if bits && t.IsFloat() {
+		if t.Size() == 4 {
+			return int(C.FI_UINT32)
+		}
+		return int(C.FI_UINT64)
+	}
+	return int(fiTypes[t])
+}
+
+// atomicValid reports whether the provider applies atomics of kind with
+// libfabric operation op on datatype dt, and on how many elements at
+// most in one operation.
+func (l *lib) atomicValid(kind, op, dt int) (count int, ok bool) {
+	var n C.size_t
+	if C.nf_atomic_valid(l.p, C.int(kind), C.int(op), C.int(dt), &n) != 0 || n == 0 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// atomic issues an atomic of kind on count elements at (addr, key) of
+// rank dest. src, compare and result are C buffers that stay allocated
+// until the completion of ctx; compare and result may be nil where kind
+// takes none. (Never injected: tcp;ofi_rxm reports no completion for an
+// injected atomic.)
+func (l *lib) atomic(kind, op, dt int, src, compare, result []byte, count, dest int, addr, key uint64, ctx uint64) int {
+	return int(C.nf_atomic(l.p, C.int(kind), C.int(op), C.int(dt), ptr(src), ptr(compare), ptr(result), C.size_t(count),
+		C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key), C.uint64_t(ctx)))
 }
 
 // comp is one completion (nf_comp).

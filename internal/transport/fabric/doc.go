@@ -22,9 +22,13 @@
 //     CQ data of fewer than 8 bytes) follows its operation as a message,
 //     sent once the provider's ordering (msg_order) or the operation's
 //     completion guarantees that it arrives after it;
-//   - the accumulate family runs at the target in software, applied by
-//     the target's progress with the same code as the shared-memory
-//     transports, so that a window's atomics are all of one kind;
+//   - the accumulate family and compare-and-swap are fi_atomic,
+//     fi_fetch_atomic and fi_compare_atomic when the provider applies
+//     every operation on every element type (fi_query_atomic), unless
+//     Config.SoftwareAtomics; otherwise all of them are messages that
+//     the target's progress applies with the same code as the
+//     shared-memory transports. An endpoint's atomics are all of one
+//     kind, and so are a job's (atomic.go);
 //   - active messages and the transport's control messages are
 //     fi_send into receive buffers that the target keeps posted; a
 //     message larger than a buffer travels in fragments, in order;

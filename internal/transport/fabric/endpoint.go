@@ -36,6 +36,10 @@ type Config struct {
 	// Timeout bounds the wait for a peer's answer to a control message
 	// (a region lookup, a withdrawal, a goodbye); 0 means 30 seconds.
 	Timeout time.Duration
+	// SoftwareAtomics applies atomics in software at the target even if
+	// the provider has native ones. Every rank of a job must set it
+	// alike.
+	SoftwareAtomics bool
 }
 
 // Endpoint is one rank's endpoint of the fabric transport. It implements
@@ -62,6 +66,14 @@ type Endpoint struct {
 	prog   progress
 	sbuf   bufPool               // C buffers for sends
 	counts [nclass]atomic.Uint64 // libfabric operations issued
+	limits *atomicLimits         // native atomics' limits; nil: software atomics
+
+	// selfEvents counts the messages and CQ-data notices this endpoint
+	// issued to itself through libfabric and has not handled yet (with
+	// native atomics): while there are any, an operation on its own
+	// regions does not apply at once, or its notice would overtake
+	// theirs.
+	selfEvents atomic.Int64
 }
 
 // Counts says how many libfabric operations an endpoint issued, by kind:
@@ -70,7 +82,8 @@ type Counts struct {
 	Writes     uint64 // fi_write without remote CQ data
 	WritesData uint64 // fi_writedata: a write carrying a notice
 	Reads      uint64 // fi_read
-	Sends      uint64 // fi_send: messages (notices that did not fit, atomics, active messages, control)
+	Sends      uint64 // fi_send: messages (notices that did not fit, software atomics, active messages, control)
+	Atomics    uint64 // fi_atomic, fi_fetch_atomic, fi_compare_atomic: native atomics
 }
 
 // Counts returns the operations the endpoint issued so far.
@@ -80,6 +93,7 @@ func (e *Endpoint) Counts() Counts {
 		WritesData: e.counts[classD].Load(),
 		Reads:      e.counts[classR].Load(),
 		Sends:      e.counts[classS].Load(),
+		Atomics:    e.counts[classAW].Load() + e.counts[classAR].Load(),
 	}
 }
 
@@ -185,6 +199,15 @@ func open(cfg Config) (*Endpoint, []byte, error) {
 		e.peers[r] = &peer{rank: r}
 	}
 	e.sbuf.size = msgBufSize
+	mode := atomicsSoftware
+	if !cfg.SoftwareAtomics {
+		if e.limits = queryAtomics(l); e.limits != nil {
+			mode = atomicsNative
+		}
+	}
+	// The address travels with the choice of atomics (connect checks
+	// that all ranks made the same).
+	name = append(name, mode)
 	// Ops for a burst of operations in flight, so that a steady state
 	// allocates nothing.
 	e.ops.slots = make([]*op, 0, spareOps)
@@ -202,7 +225,19 @@ func (e *Endpoint) connect(names [][]byte) error {
 	if len(names) != e.size {
 		return fmt.Errorf("%d addresses for %d ranks", len(names), e.size)
 	}
-	if err := e.lib.insert(names, e.attr.addrLen); err != nil {
+	addrs := make([][]byte, len(names))
+	mine := names[e.rank][len(names[e.rank])-1]
+	for r, name := range names {
+		if len(name) != e.attr.addrLen+1 {
+			return fmt.Errorf("rank %d sent a %d-byte address, want %d", r, len(name), e.attr.addrLen+1)
+		}
+		if name[len(name)-1] != mine {
+			return fmt.Errorf("rank %d applies atomics %s, rank %d %s: set SoftwareAtomics (NARMA_FABRIC_ATOMICS) alike on every rank",
+				e.rank, atomicModeName(mine), r, atomicModeName(name[len(name)-1]))
+		}
+		addrs[r] = name[:len(name)-1]
+	}
+	if err := e.lib.insert(addrs, e.attr.addrLen); err != nil {
 		return err
 	}
 	return e.prog.start(e)
@@ -368,8 +403,15 @@ func Describe(cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fabric: %w", err)
 	}
+	atomics := "atomics in software at the target (the provider lacks some)"
+	switch {
+	case cfg.SoftwareAtomics:
+		atomics = "atomics in software at the target (asked for)"
+	case queryAtomics(l) != nil:
+		atomics = "native atomics (fi_atomic)"
+	}
 	l.close()
-	return a.String(), nil
+	return a.String() + "; " + atomics, nil
 }
 
 // String describes what the provider granted.

@@ -209,3 +209,190 @@ func TestAccumulatesInIssueOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceSoftwareAtomics runs the suite again with the atomics
+// applied in software at the target, the path of providers without
+// native ones.
+func TestConformanceSoftwareAtomics(t *testing.T) {
+	cfg := testConfig()
+	cfg.SoftwareAtomics = true
+	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
+		eps, err := fabric.Group(cfg, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eps[0].Native() {
+			t.Fatal("SoftwareAtomics: the endpoint applies atomics natively")
+		}
+		out := make([]transport.Endpoint, n)
+		for i, e := range eps {
+			out[i] = e
+		}
+		return out
+	})
+}
+
+// TestAtomicOperations counts the libfabric operations of atomics: with
+// native atomics one fi_*atomic per accumulate or compare-and-swap (more
+// only past the provider's count), none of them a message, the notice
+// following as one; in software one message each.
+func TestAtomicOperations(t *testing.T) {
+	for _, software := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.SoftwareAtomics = software
+		eps, err := fabric.Group(cfg, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		native := eps[0].Native()
+		if !software && !native {
+			closeAll(eps)
+			t.Logf("provider %s has no native atomics for everything", cfg.Provider)
+			continue
+		}
+		const size = 1 << 20
+		buf := mem.Alloc(size)
+		key, err := eps[1].Expose(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := eps[0].Region(1, key, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := eps[1].Flush(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		one := mem.Bytes([]int64{1})
+		res := make([]byte, 8)
+		big := mem.Bytes(make([]int64, size/8))
+		for i := range size / 8 {
+			big[8*i] = 1
+		}
+		bigRes := make([]byte, size)
+		tag := transport.TagNotice(transport.NoticeTag, 5)
+		cases := []struct {
+			name string
+			run  func(c *transport.Completion) error
+			ops  uint64 // native atomics, or software messages
+		}{
+			{"accumulate", func(c *transport.Completion) error {
+				return r.Accumulate(0, mem.Sum, mem.Int64, one, nil, transport.Notice{}, c)
+			}, 1},
+			{"fetching accumulate", func(c *transport.Completion) error {
+				return r.Accumulate(0, mem.Sum, mem.Int64, one, res, transport.Notice{}, c)
+			}, 1},
+			{"fetch (NoOp)", func(c *transport.Completion) error {
+				return r.Accumulate(0, mem.NoOp, mem.Int64, nil, res, transport.Notice{}, c)
+			}, 1},
+			{"compare-and-swap", func(c *transport.Completion) error {
+				return r.CompareSwap(0, mem.Int64, one, one, res, transport.Notice{}, c)
+			}, 1},
+			{"accumulate of 1 MiB, fetching", func(c *transport.Completion) error {
+				return r.Accumulate(0, mem.Sum, mem.Int64, big, bigRes, transport.Notice{}, c)
+			}, 0},
+		}
+		for _, tc := range cases {
+			before := eps[0].Counts()
+			var c transport.Completion
+			if err := tc.run(&c); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if err := c.Wait(ctx); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			after := eps[0].Counts()
+			atomics, sends := after.Atomics-before.Atomics, after.Sends-before.Sends
+			switch {
+			case software && atomics != 0:
+				t.Errorf("software, %s: %d native atomics", tc.name, atomics)
+			case software && tc.ops > 0 && sends != tc.ops:
+				t.Errorf("software, %s: %d messages, want %d", tc.name, sends, tc.ops)
+			case !software && sends != 0:
+				t.Errorf("native, %s: %d messages, want none", tc.name, sends)
+			case !software && tc.ops > 0 && atomics != tc.ops:
+				t.Errorf("native, %s: %d atomics, want %d", tc.name, atomics, tc.ops)
+			case !software && tc.ops == 0 && atomics < 2:
+				t.Errorf("native, %s: %d atomics, want it split in several", tc.name, atomics)
+			}
+		}
+		// A notice follows the atomic as one message.
+		before := eps[0].Counts()
+		var c transport.Completion
+		if err := r.Accumulate(0, mem.Sum, mem.Int64, one, nil, tag, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := eps[0].Counts(); !software && (d.Atomics-before.Atomics != 1 || d.Sends-before.Sends != 1) {
+			t.Errorf("native, accumulate with a tag: %+v after %+v, want one atomic and one message", d, before)
+		}
+		// Word 0: 1, 2 (fetching), 2 (NoOp; the compare-and-swap of 1
+		// misses), 3 (the 1 MiB of ones, which fetched 2), 4 (with the
+		// tag); the other words: 1.
+		var got [2]int64
+		var g transport.Completion
+		if err := r.Get(0, mem.Bytes(got[:]), transport.Notice{}, &g); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got != [2]int64{4, 1} {
+			t.Errorf("software %v: words 0 and 1 hold %v, want [4 1]", software, got)
+		}
+		if v := int64(bigRes[0]); v != 2 {
+			t.Errorf("software %v: the 1 MiB accumulate fetched %d at word 0, want 2", software, v)
+		}
+		closeAll(eps)
+		mem.Free(buf)
+	}
+}
+
+// TestMixedAtomicsRefused: ranks that chose differently between native
+// and software atomics cannot form a job; both are told why.
+func TestMixedAtomicsRefused(t *testing.T) {
+	if eps := group(t, 1); !eps[0].Native() {
+		closeAll(eps)
+		t.Skip("the provider has no native atomics")
+	} else {
+		closeAll(eps)
+	}
+	in := make(chan []byte, 2)
+	out := make(chan [][]byte)
+	exchange := func(ctx context.Context, data []byte) ([][]byte, error) {
+		in <- data
+		return <-out, nil
+	}
+	go func() {
+		a, b := <-in, <-in
+		// The order of arrival is not the ranks': sort by what the
+		// rank sent last (its mode byte: 'n' native is rank 0).
+		if a[len(a)-1] != 'n' {
+			a, b = b, a
+		}
+		all := [][]byte{a, b}
+		out <- all
+		out <- all
+	}()
+	errs := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			cfg := testConfig()
+			cfg.Rank, cfg.Size, cfg.Exchange = r, 2, exchange
+			cfg.SoftwareAtomics = r == 1
+			e, err := fabric.New(context.Background(), cfg)
+			if err == nil {
+				e.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "NARMA_FABRIC_ATOMICS") {
+			t.Errorf("a job mixing native and software atomics: %v", err)
+		}
+	}
+}

@@ -10,6 +10,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
 
 #include "nf.h"
 
@@ -63,7 +64,13 @@ int nf_open(const char *prov, const char *node, const char *domain, nf_ep **out,
 {
 	struct fi_info *info = NULL;
 	const char *step = "fi_getinfo";
-	int ret = getinfo(prov, node, domain, 0, FI_DELIVERY_COMPLETE, &info);
+	// Delivery completion matters most (Flush needs no round trip),
+	// then atomics (else software ones at the target).
+	int ret = getinfo(prov, node, domain, FI_ATOMIC, FI_DELIVERY_COMPLETE, &info);
+	if (ret)
+		ret = getinfo(prov, node, domain, 0, FI_DELIVERY_COMPLETE, &info);
+	if (ret)
+		ret = getinfo(prov, node, domain, FI_ATOMIC, 0, &info);
 	if (ret)
 		ret = getinfo(prov, node, domain, 0, 0, &info);
 	if (ret) {
@@ -296,6 +303,52 @@ int nf_trywait(nf_ep *e)
 {
 	struct fid *fids[1] = {&e->cq->fid};
 	return fi_trywait(e->fabric, fids, 1);
+}
+
+int nf_atomic_valid(nf_ep *e, int kind, int op, int dt, size_t *count)
+{
+	if (!(e->info->caps & FI_ATOMIC))
+		return -FI_EOPNOTSUPP;
+	switch (kind) {
+	case NF_ATOMIC_WRITE:
+		return fi_atomicvalid(e->ep, dt, op, count);
+	case NF_ATOMIC_FETCH:
+		return fi_fetch_atomicvalid(e->ep, dt, op, count);
+	case NF_ATOMIC_COMPARE:
+		return fi_compare_atomicvalid(e->ep, dt, op, count);
+	}
+	return -FI_EINVAL;
+}
+
+ssize_t nf_atomic(nf_ep *e, int kind, int op, int dt, const void *src, void *compare, void *result, size_t count,
+		  uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx)
+{
+	struct fi_ioc ioc = {.addr = (void *)src, .count = count};
+	struct fi_rma_ioc rma = {.addr = addr, .count = count, .key = key};
+	struct fi_msg_atomic msg = {
+		.msg_iov = &ioc,
+		.desc = NULL,
+		.iov_count = 1,
+		.addr = addr_of(e, dest),
+		.rma_iov = &rma,
+		.rma_iov_count = 1,
+		.datatype = dt,
+		.op = op,
+		.context = (void *)(uintptr_t)ctx,
+		.data = 0,
+	};
+	uint64_t flags = FI_COMPLETION | e->op_flags;
+	struct fi_ioc res = {.addr = result, .count = count};
+	struct fi_ioc cmp = {.addr = compare, .count = count};
+	switch (kind) {
+	case NF_ATOMIC_WRITE:
+		return fi_atomicmsg(e->ep, &msg, flags);
+	case NF_ATOMIC_FETCH:
+		return fi_fetch_atomicmsg(e->ep, &msg, &res, NULL, 1, flags);
+	case NF_ATOMIC_COMPARE:
+		return fi_compare_atomicmsg(e->ep, &msg, &cmp, NULL, 1, &res, NULL, 1, flags);
+	}
+	return -FI_EINVAL;
 }
 
 const char *nf_strerror(int err)

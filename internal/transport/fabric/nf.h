@@ -52,6 +52,13 @@ ssize_t nf_send(nf_ep *e, const void *buf, size_t len, uint64_t dest, int inject
 ssize_t nf_recv(nf_ep *e, void *buf, size_t len, uint64_t ctx);
 int nf_poll(nf_ep *e, nf_comp *out, int max);
 int nf_trywait(nf_ep *e);
+// Kinds of atomics: applied, applied with the previous contents
+// returned, compare-and-swap.
+enum { NF_ATOMIC_WRITE, NF_ATOMIC_FETCH, NF_ATOMIC_COMPARE };
+
+int nf_atomic_valid(nf_ep *e, int kind, int op, int dt, size_t *count);
+ssize_t nf_atomic(nf_ep *e, int kind, int op, int dt, const void *src, void *compare, void *result, size_t count,
+		  uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx);
 const char *nf_strerror(int err);
 
 #endif

@@ -23,26 +23,50 @@ import (
 type class uint8
 
 const (
-	classW class = iota // RMA write
-	classD              // RMA write with remote CQ data
-	classR              // RMA read
-	classS              // message
+	classW  class = iota // RMA write
+	classD               // RMA write with remote CQ data
+	classR               // RMA read
+	classS               // message
+	classAW              // native atomic that writes (and may fetch)
+	classAR              // native atomic that only reads (NoOp fetch)
 	nclass
 )
 
-var classNames = [nclass]string{"write", "write", "read", "send"}
+var classNames = [nclass]string{"write", "write", "read", "send", "atomic", "atomic read"}
 
 // orderBits[x][y] is the msg_order bit that keeps an x issued after a y
 // in order at the target. msg_order orders where data lands, not the
 // target's completion queue (comp_order): a write's remote CQ data and a
 // message each become a completion there, and nothing keeps those two
 // kinds in order, so neither passes the other in flight.
+//
+// Native atomics keep issue order among themselves only (accumulates
+// from one origin to one target apply in issue order; a put and an
+// accumulate are not ordered): one that writes after one that writes
+// needs the write and the fetched value ordered, a read-only one after a
+// writer its read, a writer after a read-only one that read's; two reads
+// need nothing. A notice after an atomic waits for its completion.
+// Entries that need all of several bits list them all.
 var orderBits = [nclass][nclass]uint64{
-	classW: {classW: orderWAW, classD: orderWAW, classR: orderWAR, classS: orderWAS},
-	classD: {classW: orderWAW, classD: orderWAW, classR: orderWAR},
-	classR: {classW: orderRAW, classD: orderRAW, classR: orderRAR, classS: orderRAS},
-	classS: {classW: orderSAW, classR: orderSAR, classS: orderSAS},
+	classW:  {classW: orderWAW, classD: orderWAW, classR: orderWAR, classS: orderWAS},
+	classD:  {classW: orderWAW, classD: orderWAW, classR: orderWAR},
+	classR:  {classW: orderRAW, classD: orderRAW, classR: orderRAR, classS: orderRAS},
+	classS:  {classW: orderSAW, classR: orderSAR, classS: orderSAS},
+	classAW: {classAW: orderAtomicWAW | orderAtomicRAW, classAR: orderAtomicWAR},
+	classAR: {classAW: orderAtomicRAW},
 }
+
+// unordered[x][y] is true where an x need not arrive after a y issued
+// before it.
+var unordered = func() (u [nclass][nclass]bool) {
+	for _, x := range []class{classAW, classAR} {
+		for _, y := range []class{classW, classD, classR, classS} {
+			u[x][y] = true
+		}
+	}
+	u[classAR][classAR] = true
+	return u
+}()
 
 // op is one operation in flight. Ops are recycled: a completion or a
 // reply finds its op by number, and a number is never reused.
@@ -67,14 +91,21 @@ type op struct {
 	withData bool
 	inject   bool
 	small    *[smallData]byte // a small write's data, copied (memory free of Go pointers, as cgo wants)
-	buf      cbuf             // a send's message, or a write's or read's bounce buffer
-	dst      []byte           // a read through buf: where its data goes
-	n        int              // a send's length
-	seq      uint32           // a send's number, once issued (numbered)
-	numbered bool
-	ordered  bool // queued behind the operations before it (a notice)
-	expects  bool // a reply will come (waits started at 2)
-	answered bool // the reply came
+	buf      cbuf             // a send's message, or a write's, read's or atomic's bounce buffer
+	out      []byte           // what a read or fetching atomic returns, in buf
+	dst      []byte           // where out goes at completion
+	cmp      []byte           // a compare-and-swap's compare value, in buf
+
+	// A native atomic: its kind, libfabric operation and datatype, and
+	// how many elements of data it applies.
+	akind, aop, adt int
+	count           int
+	n               int    // a send's length
+	seq             uint32 // a send's number, once issued (numbered)
+	numbered        bool
+	ordered         bool // queued behind the operations before it (a notice)
+	expects         bool // a reply will come (waits started at 2)
+	answered        bool // the reply came
 
 	// result receives a reply's payload (a fetching atomic's old value).
 	result []byte
@@ -231,7 +262,10 @@ func (t *opTable) failAll(err error) {
 // arrives after every operation in flight to p. p.omu is held.
 func (e *Endpoint) mayGo(p *peer, cl class) bool {
 	for y := range nclass {
-		if p.pending[y] > 0 && e.attr.msgOrder&orderBits[cl][y] == 0 {
+		if p.pending[y] == 0 || unordered[cl][y] {
+			continue
+		}
+		if bits := orderBits[cl][y]; bits == 0 || e.attr.msgOrder&bits != bits {
 			return false
 		}
 	}
@@ -270,6 +304,8 @@ func (e *Endpoint) issue(p *peer, o *op) int {
 		return e.lib.write(o.data, p.rank, o.addr, o.key, o.cq, o.withData, o.inject, o.id)
 	case classR:
 		return e.lib.read(o.data, p.rank, o.addr, o.key, o.id)
+	case classAW, classAR:
+		return e.lib.atomic(o.akind, o.aop, o.adt, o.data, o.cmp, o.out, o.count, p.rank, o.addr, o.key, o.id)
 	}
 	if !o.numbered {
 		// Numbered in the order issued, once.
@@ -289,6 +325,9 @@ func (e *Endpoint) issue(p *peer, o *op) int {
 // issueLocked issues o, retrying while the provider has no room; p.omu
 // is held.
 func (e *Endpoint) issueLocked(p *peer, o *op) error {
+	if p.rank == e.rank && (o.class == classS || o.class == classD) {
+		e.selfEvents.Add(1) // before the target can see it
+	}
 	p.pending[o.class]++
 	e.counts[o.class].Add(1) // before its completion can be seen
 	var deadline time.Time
@@ -322,6 +361,9 @@ func (e *Endpoint) issueLocked(p *peer, o *op) error {
 
 // abort undoes the issue of o, which failed with err.
 func (e *Endpoint) abort(p *peer, o *op, err error) error {
+	if p.rank == e.rank && (o.class == classS || o.class == classD) {
+		e.selfEvents.Add(-1)
+	}
 	p.pending[o.class]--
 	e.counts[o.class].Add(^uint64(0))
 	e.ops.tell(o, err)
@@ -370,6 +412,7 @@ func (e *Endpoint) target(o *op, dst []byte) {
 	if len(dst) <= msgBufSize {
 		o.buf = e.sbuf.get()
 		o.data, o.dst = o.buf.b[:len(dst)], dst
+		o.out = o.data
 		return
 	}
 	pin(&o.pin, dst)
@@ -387,7 +430,7 @@ func (e *Endpoint) completed(o *op, err error) {
 	if o.dst != nil && err == nil {
 		e.ops.mu.Lock()
 		if !o.done { // else failed with its peer: dst is the caller's again
-			copy(o.dst, o.data)
+			copy(o.dst, o.out)
 		}
 		e.ops.mu.Unlock()
 	}
@@ -451,8 +494,11 @@ func (e *Endpoint) release(p *peer, cl class) {
 	p.pending[cl]--
 	for len(p.queue) > 0 && (!p.queue[0].ordered || e.mayGo(p, p.queue[0].class)) {
 		o := p.queue[0]
-		p.queue[0] = nil
-		p.queue = p.queue[1:]
+		// Shift down rather than reslice: the queue keeps its array,
+		// and a steady stream of queued notices allocates nothing.
+		n := copy(p.queue, p.queue[1:])
+		p.queue[n] = nil
+		p.queue = p.queue[:n]
 		if err := p.err(); err != nil {
 			e.ops.tell(o, err)
 			e.dispose(o)

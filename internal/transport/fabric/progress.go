@@ -276,8 +276,11 @@ func (e *Endpoint) dispatch(c *comp, t transport.NoticeTaker) bool {
 			return false
 		}
 		n, src, slot, ok := fromCQData(compData(c))
-		if !ok || src >= e.size || src == e.rank {
-			return false
+		if !ok || src >= e.size || (src == e.rank && e.limits == nil) {
+			return false // (operations on its own regions go through libfabric only with native atomics)
+		}
+		if src == e.rank {
+			defer e.selfEvents.Add(-1)
 		}
 		x := e.regions.lookupSlot(slot)
 		if x == nil {
@@ -340,7 +343,7 @@ func (e *Endpoint) handleMsg(b []byte, t transport.NoticeTaker) bool {
 		return false
 	}
 	src := int(m.src)
-	if src >= e.size || src == e.rank {
+	if src >= e.size || (src == e.rank && e.limits == nil) {
 		return false
 	}
 	p := e.peers[src]
@@ -366,6 +369,9 @@ func (e *Endpoint) handleMsg(b []byte, t transport.NoticeTaker) bool {
 		p.recvSeq++
 		if e.handle(p, &m, body, t) {
 			done, t = true, nil
+		}
+		if src == e.rank {
+			e.selfEvents.Add(-1)
 		}
 		next, ok := p.early[p.recvSeq+1]
 		if !ok {
@@ -481,6 +487,10 @@ func (e *Endpoint) handleFragment(p *peer, m *msg, body []byte) {
 // applyAtomic applies an accumulate or compare-and-swap from p and
 // answers it; it returns the region's key and whether it was applied.
 func (e *Endpoint) applyAtomic(p *peer, m *msg, body []byte) (transport.Key, bool) {
+	if e.limits != nil {
+		e.answer(p, m, statusOf(errMixedAtomics), nil)
+		return transport.Key{}, false
+	}
 	x := e.regions.acquire(m.slot, m.gen)
 	if x == nil {
 		e.answer(p, m, statusNoRegion, nil)

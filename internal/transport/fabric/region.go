@@ -312,6 +312,10 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 			return nil, fmt.Errorf("fabric: handle of %d bytes on a region of %d: %w", size, len(x.mem), transport.ErrBounds)
 		}
 		h.self = x
+		if e.limits != nil {
+			// Through libfabric, in order with the native atomics.
+			h.p = p
+		}
 	} else {
 		h.p = p
 		ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
@@ -377,6 +381,14 @@ func checkNotice(n transport.Notice) error {
 	return nil
 }
 
+// direct reports whether a put or get on r applies at once, in memory:
+// r is this endpoint's own region, and nothing this endpoint issued to
+// itself through libfabric (native atomics) is in flight or has a notice
+// not yet handled, which the operation's notice would overtake.
+func (r *region) direct() bool {
+	return r.self != nil && (r.p == nil || (r.p.idle() && r.ep.selfEvents.Load() == 0))
+}
+
 // local applies an operation to this endpoint's own region and delivers
 // its notice.
 func (r *region) local(n transport.Notice, apply func(m []byte) error) error {
@@ -406,8 +418,12 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 	if err := checkNotice(n); err != nil {
 		return err
 	}
-	if r.self != nil {
+	if r.direct() {
 		return r.local(n, func(m []byte) error { return local.PutAt(m, off, src) })
+	}
+	p, err := r.atomicPeer()
+	if err != nil {
+		return err
 	}
 	e := r.ep
 	data, withData := uint64(0), false
@@ -419,23 +435,23 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 		if withData {
 			cl = classD
 		}
-		o := e.ops.add(r.p, cl, c, 1)
+		o := e.ops.add(p, cl, c, 1)
 		o.addr, o.key, o.cq, o.withData = r.addr+uint64(off), r.mrKey, data, withData
 		e.source(o, src)
-		if err := e.start(r.p, o, withData); err != nil {
+		if err := e.start(p, o, withData); err != nil {
 			return err
 		}
 	}
 	if n.Kind() == transport.NoticeNone || withData {
 		return nil
 	}
-	return r.notice(n, c)
+	return r.noticeTo(p, n, c)
 }
 
-// notice sends n as a message that arrives after everything issued to
-// the target before it.
-func (r *region) notice(n transport.Notice, c *transport.Completion) error {
-	return r.ep.sendMsg(r.p, &msg{kind: msgNotice, slot: r.slot, gen: r.gen, notice: n}, nil, c, true)
+// noticeTo sends n to p, the region's rank, as a message that arrives
+// after everything issued to p before it.
+func (r *region) noticeTo(p *peer, n transport.Notice, c *transport.Completion) error {
+	return r.ep.sendMsg(p, &msg{kind: msgNotice, slot: r.slot, gen: r.gen, notice: n}, nil, c, true)
 }
 
 // Get reads len(dst) bytes at off into dst; its notice follows once the
@@ -450,27 +466,32 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 	if err := checkNotice(n); err != nil {
 		return err
 	}
-	if r.self != nil {
+	if r.direct() {
 		return r.local(n, func(m []byte) error { return local.GetAt(m, off, dst) })
+	}
+	p, err := r.atomicPeer()
+	if err != nil {
+		return err
 	}
 	if len(dst) > 0 {
 		e := r.ep
-		o := e.ops.add(r.p, classR, c, 1)
+		o := e.ops.add(p, classR, c, 1)
 		o.addr, o.key = r.addr+uint64(off), r.mrKey
 		e.target(o, dst)
-		if err := e.start(r.p, o, false); err != nil {
+		if err := e.start(p, o, false); err != nil {
 			return err
 		}
 	}
 	if n.Kind() == transport.NoticeNone {
 		return nil
 	}
-	return r.notice(n, c)
+	return r.noticeTo(p, n, c)
 }
 
-// Accumulate applies op at the target, in software: a message that the
-// target's progress applies with the same code as the local transports,
-// and answers.
+// Accumulate applies op at the target: native atomics if the endpoint
+// has them (atomic.go), else in software: a message that the target's
+// progress applies with the same code as the local transports, and
+// answers.
 func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, n transport.Notice, c *transport.Completion) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -481,6 +502,9 @@ func (r *region) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, 
 	}
 	if err := checkNotice(n); err != nil {
 		return err
+	}
+	if r.ep.limits != nil {
+		return r.nativeAccumulate(off, op, t, src, result, n, c)
 	}
 	if r.self != nil {
 		return r.local(n, func(m []byte) error { return local.AccumulateAt(m, off, op, t, src, result) })
@@ -528,7 +552,7 @@ func (r *region) split(off int, op mem.Op, t mem.Type, src, result []byte, n tra
 	return nil
 }
 
-// CompareSwap swaps at the target, in software.
+// CompareSwap swaps at the target: a native atomic, or in software.
 func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, n transport.Notice, c *transport.Completion) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -538,6 +562,9 @@ func (r *region) CompareSwap(off int, t mem.Type, compare, swap, result []byte, 
 	}
 	if err := checkNotice(n); err != nil {
 		return err
+	}
+	if r.ep.limits != nil {
+		return r.nativeCompareSwap(off, t, compare, swap, result, n, c)
 	}
 	if r.self != nil {
 		return r.local(n, func(m []byte) error { return local.CompareSwapAt(m, off, t, compare, swap, result) })
