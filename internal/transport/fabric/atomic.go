@@ -85,19 +85,21 @@ func bitsOnly(op mem.Op) bool { return op == mem.Replace || op == mem.NoOp }
 // (else in software at the target).
 func (e *Endpoint) Native() bool { return e.limits != nil }
 
-// atomicPeer returns the peer that r's operations go to through
-// libfabric: the target, or this endpoint itself for its own region with
-// native atomics (if the region was not withdrawn).
-func (r *region) atomicPeer() (*peer, error) {
-	if x := r.self; x != nil {
-		x.mu.RLock()
-		dead := x.dead
-		x.mu.RUnlock()
-		if dead {
-			return nil, fmt.Errorf("fabric: key %v: %w", r.key, transport.ErrNoRegion)
-		}
+// withdrawn returns ErrNoRegion if r is this endpoint's own region and
+// was withdrawn (a peer's withdrawal stops the handle itself), before an
+// operation goes to it through libfabric.
+func (r *region) withdrawn() error {
+	x := r.self
+	if x == nil {
+		return nil
 	}
-	return r.p, nil
+	x.mu.RLock()
+	dead := x.dead
+	x.mu.RUnlock()
+	if dead {
+		return fmt.Errorf("fabric: key %v: %w", r.key, transport.ErrNoRegion)
+	}
+	return nil
 }
 
 // nativeAccumulate issues an accumulate as native atomics: one, or
@@ -105,10 +107,10 @@ func (r *region) atomicPeer() (*peer, error) {
 // atomic), the notice following them.
 func (r *region) nativeAccumulate(off int, op mem.Op, t mem.Type, src, result []byte, n transport.Notice, c *transport.Completion) error {
 	e := r.ep
-	p, err := r.atomicPeer()
-	if err != nil {
+	if err := r.withdrawn(); err != nil {
 		return err
 	}
+	p := r.p
 	size := t.Size()
 	total := len(src)
 	if op == mem.NoOp {
@@ -152,16 +154,16 @@ func (r *region) nativeAccumulate(off int, op mem.Op, t mem.Type, src, result []
 	if n.Kind() == transport.NoticeNone {
 		return nil
 	}
-	return r.noticeTo(p, n, c)
+	return r.notice(n, c)
 }
 
 // nativeCompareSwap issues a compare-and-swap as one native atomic.
 func (r *region) nativeCompareSwap(off int, t mem.Type, compare, swap, result []byte, n transport.Notice, c *transport.Completion) error {
 	e := r.ep
-	p, err := r.atomicPeer()
-	if err != nil {
+	if err := r.withdrawn(); err != nil {
 		return err
 	}
+	p := r.p
 	size := t.Size()
 	o := e.ops.add(p, classAW, c, 1)
 	o.addr, o.key = r.addr+uint64(off), r.mrKey
@@ -179,7 +181,7 @@ func (r *region) nativeCompareSwap(off int, t mem.Type, compare, swap, result []
 	if n.Kind() == transport.NoticeNone {
 		return nil
 	}
-	return r.noticeTo(p, n, c)
+	return r.notice(n, c)
 }
 
 // errMixedAtomics is a native endpoint's answer to a software atomic,

@@ -159,16 +159,8 @@ func BenchmarkFetchAdd(b *testing.B) {
 			if !software && !eps[0].Native() {
 				b.Skip("no native atomics")
 			}
-			buf := mem.Alloc(8)
+			buf, r := exposeAt1(b, eps, 8)
 			defer mem.Free(buf)
-			key, err := eps[1].Expose(buf)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r, err := eps[0].Region(1, key, 8)
-			if err != nil {
-				b.Fatal(err)
-			}
 			one, res := mem.Bytes([]int64{1}), make([]byte, 8)
 			b.ReportAllocs()
 			b.ResetTimer()

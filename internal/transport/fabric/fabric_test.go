@@ -39,6 +39,22 @@ func group(t testing.TB, n int) []*fabric.Endpoint {
 	return eps
 }
 
+// exposeAt1 has rank 1 expose size bytes and rank 0 look them up; the
+// caller frees the buffer.
+func exposeAt1(t testing.TB, eps []*fabric.Endpoint, size int) ([]byte, transport.Region) {
+	t.Helper()
+	buf := mem.Alloc(size)
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eps[0].Region(1, key, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf, r
+}
+
 func TestConformance(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
 		eps := group(t, n)
@@ -167,16 +183,8 @@ func TestAccumulatesInIssueOrder(t *testing.T) {
 	eps := group(t, 2)
 	defer closeAll(eps)
 	const size = 8 << 20
-	buf := mem.Alloc(size)
+	buf, r := exposeAt1(t, eps, size)
 	defer mem.Free(buf)
-	key, err := eps[1].Expose(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := eps[0].Region(1, key, size)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	dst := make([]byte, size)
 	for round := range 5 {
@@ -251,15 +259,7 @@ func TestAtomicOperations(t *testing.T) {
 			continue
 		}
 		const size = 1 << 20
-		buf := mem.Alloc(size)
-		key, err := eps[1].Expose(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := eps[0].Region(1, key, size)
-		if err != nil {
-			t.Fatal(err)
-		}
+		buf, r := exposeAt1(t, eps, size)
 		ctx := context.Background()
 		if err := eps[1].Flush(ctx, 0); err != nil {
 			t.Fatal(err)

@@ -421,10 +421,10 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 	if r.direct() {
 		return r.local(n, func(m []byte) error { return local.PutAt(m, off, src) })
 	}
-	p, err := r.atomicPeer()
-	if err != nil {
+	if err := r.withdrawn(); err != nil {
 		return err
 	}
+	p := r.p
 	e := r.ep
 	data, withData := uint64(0), false
 	if n.Kind() != transport.NoticeNone && e.attr.cqDataSize >= 8 && len(src) > 0 {
@@ -445,13 +445,14 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 	if n.Kind() == transport.NoticeNone || withData {
 		return nil
 	}
-	return r.noticeTo(p, n, c)
+	return r.notice(n, c)
 }
 
-// noticeTo sends n to p, the region's rank, as a message that arrives
-// after everything issued to p before it.
-func (r *region) noticeTo(p *peer, n transport.Notice, c *transport.Completion) error {
-	return r.ep.sendMsg(p, &msg{kind: msgNotice, slot: r.slot, gen: r.gen, notice: n}, nil, c, true)
+// notice sends n to the region's rank (with native atomics, this
+// endpoint itself for its own region) as a message that arrives after
+// everything issued to it before.
+func (r *region) notice(n transport.Notice, c *transport.Completion) error {
+	return r.ep.sendMsg(r.p, &msg{kind: msgNotice, slot: r.slot, gen: r.gen, notice: n}, nil, c, true)
 }
 
 // Get reads len(dst) bytes at off into dst; its notice follows once the
@@ -469,10 +470,10 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 	if r.direct() {
 		return r.local(n, func(m []byte) error { return local.GetAt(m, off, dst) })
 	}
-	p, err := r.atomicPeer()
-	if err != nil {
+	if err := r.withdrawn(); err != nil {
 		return err
 	}
+	p := r.p
 	if len(dst) > 0 {
 		e := r.ep
 		o := e.ops.add(p, classR, c, 1)
@@ -485,7 +486,7 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 	if n.Kind() == transport.NoticeNone {
 		return nil
 	}
-	return r.noticeTo(p, n, c)
+	return r.notice(n, c)
 }
 
 // Accumulate applies op at the target: native atomics if the endpoint
