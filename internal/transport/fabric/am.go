@@ -13,24 +13,26 @@ import (
 
 // Sending messages: active messages, notices, atomics and control calls.
 
-// bufPool keeps C buffers of one size for sends.
+// bufPool keeps C buffers of one size (the endpoint's newBuf, so
+// registered where the provider wants it) for sends and bounces.
 type bufPool struct {
 	mu   sync.Mutex
+	e    *Endpoint
 	size int
 	free []cbuf
 }
 
-// get returns a buffer of at least n bytes (n <= size).
-func (p *bufPool) get() cbuf {
+// get returns a buffer of size bytes.
+func (p *bufPool) get() (cbuf, error) {
 	p.mu.Lock()
 	if k := len(p.free); k > 0 {
 		b := p.free[k-1]
 		p.free = p.free[:k-1]
 		p.mu.Unlock()
-		return b
+		return b, nil
 	}
 	p.mu.Unlock()
-	return newCbuf(p.size)
+	return p.e.newBuf(p.size)
 }
 
 // put returns b to the pool.
@@ -41,7 +43,9 @@ func (p *bufPool) put(b cbuf) {
 		b = cbuf{}
 	}
 	p.mu.Unlock()
-	b.free()
+	if b.p != nil {
+		p.e.freeBuf(b)
+	}
 }
 
 // drop frees the pooled buffers.
@@ -51,8 +55,21 @@ func (p *bufPool) drop() {
 	p.free = nil
 	p.mu.Unlock()
 	for _, b := range free {
-		b.free()
+		p.e.freeBuf(b)
 	}
+}
+
+// bounce gives o, just added, a buffer of the pool; if there is none, o
+// is told the error and dropped.
+func (e *Endpoint) bounce(o *op) error {
+	b, err := e.sbuf.get()
+	if err != nil {
+		e.ops.tell(o, err)
+		e.dispose(o)
+		return err
+	}
+	o.buf = b
+	return nil
 }
 
 // issueMsg builds message m with its body (two parts, either may be
@@ -68,10 +85,13 @@ func (e *Endpoint) issueMsg(p *peer, o *op, m *msg, body, body2 []byte, ordered 
 		// The header names the operation, so that the answer finds it.
 		m.id = o.id
 	}
-	b := e.sbuf.get()
+	if err := e.bounce(o); err != nil {
+		return err
+	}
+	b := o.buf
 	m.put(b.b)
 	copy(b.b[msgHeader+copy(b.b[msgHeader:], body):], body2)
-	o.buf, o.n = b, n
+	o.n = n
 	return e.start(p, o, ordered)
 }
 

@@ -136,7 +136,9 @@ func (r *region) nativeAccumulate(off int, op mem.Op, t mem.Type, src, result []
 		o.addr, o.key = r.addr+uint64(off+done), r.mrKey
 		o.akind, o.aop, o.adt, o.count = kind, fop, fdt, (end-done)/size
 		// Through a C buffer, never injected (lib.atomic).
-		o.buf = e.sbuf.get()
+		if err := e.bounce(o); err != nil {
+			return err
+		}
 		if kind == atomicWrite {
 			o.data = o.buf.b[:copy(o.buf.b, src[done:end])]
 		} else {
@@ -168,7 +170,9 @@ func (r *region) nativeCompareSwap(off int, t mem.Type, compare, swap, result []
 	o := e.ops.add(p, classAW, c, 1)
 	o.addr, o.key = r.addr+uint64(off), r.mrKey
 	o.akind, o.aop, o.adt, o.count = atomicCompare, fiCSwap, fiType(t, true), 1
-	o.buf = e.sbuf.get()
+	if err := e.bounce(o); err != nil {
+		return err
+	}
 	o.data = o.buf.b[:copy(o.buf.b, swap[:size])]
 	o.cmp = o.buf.b[8 : 8+copy(o.buf.b[8:], compare[:size])]
 	o.out = o.buf.b[16 : 16+size] // libfabric always returns the old value

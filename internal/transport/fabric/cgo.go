@@ -46,6 +46,7 @@ type attr struct {
 // libfabric constants the Go side needs.
 const (
 	mrVirtAddr = uint64(C.FI_MR_VIRT_ADDR)
+	mrLocal    = uint64(C.FI_MR_LOCAL)
 
 	flagRemoteCQData = uint64(C.FI_REMOTE_CQ_DATA)
 
@@ -135,7 +136,12 @@ func openLib(prov, node, domain string) (*lib, attr, error) {
 	}, nil
 }
 
-// close releases the endpoint.
+// shut closes the libfabric endpoint: libfabric holds none of the
+// caller's buffers after it, and local registrations may be closed.
+func (l *lib) shut() { C.nf_shut(l.p) }
+
+// close releases the endpoint and its domain; every registration must
+// be closed before.
 func (l *lib) close() { C.nf_close(l.p) }
 
 // name returns the endpoint's address, for the peers' address vectors.
@@ -171,11 +177,25 @@ func (l *lib) insert(names [][]byte, n int) error {
 // registration and its remote key. b must stay where it is until the
 // registration is closed (the caller pins it).
 func (l *lib) register(b []byte, reqKey uint64) (mr, key uint64, err error) {
-	var m, k C.uint64_t
-	if ret := C.nf_mr_reg(l.p, unsafe.Pointer(unsafe.SliceData(b)), C.size_t(len(b)), C.uint64_t(reqKey), &m, &k); ret != 0 {
-		return 0, 0, &libError{"fi_mr_reg", int(ret)}
+	mr, key, _, err = l.reg(b, true, reqKey)
+	return mr, key, err
+}
+
+// registerLocal registers b as the source or destination of operations,
+// for providers that need it (FI_MR_LOCAL), and returns the registration
+// and its local descriptor. b must stay where it is until the
+// registration is closed.
+func (l *lib) registerLocal(b []byte, reqKey uint64) (mr, desc uint64, err error) {
+	mr, _, desc, err = l.reg(b, false, reqKey)
+	return mr, desc, err
+}
+
+func (l *lib) reg(b []byte, remote bool, reqKey uint64) (mr, key, desc uint64, err error) {
+	var m, k, d C.uint64_t
+	if ret := C.nf_mr_reg(l.p, unsafe.Pointer(unsafe.SliceData(b)), C.size_t(len(b)), cbool(remote), C.uint64_t(reqKey), &m, &k, &d); ret != 0 {
+		return 0, 0, 0, &libError{"fi_mr_reg", int(ret)}
 	}
-	return uint64(m), uint64(k), nil
+	return uint64(m), uint64(k), uint64(d), nil
 }
 
 // deregister closes a registration.
@@ -198,30 +218,33 @@ func ptr(b []byte) unsafe.Pointer {
 	return unsafe.Pointer(unsafe.SliceData(b))
 }
 
+// The data movers below take, with each local buffer, the descriptor of
+// its registration (desc), 0 where the provider needs none.
+
 // write issues an RMA write of src to (addr, key) at rank dest, with
 // remote CQ data if withData. With inject the source is consumed before
 // the call returns; otherwise the caller keeps src pinned and unchanged
 // until the completion of ctx.
-func (l *lib) write(src []byte, dest int, addr, key, data uint64, withData, inject bool, ctx uint64) int {
-	return int(C.nf_write(l.p, ptr(src), C.size_t(len(src)), C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key),
+func (l *lib) write(src []byte, desc uint64, dest int, addr, key, data uint64, withData, inject bool, ctx uint64) int {
+	return int(C.nf_write(l.p, ptr(src), C.uint64_t(desc), C.size_t(len(src)), C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key),
 		C.uint64_t(data), cbool(withData), cbool(inject), C.uint64_t(ctx)))
 }
 
 // read issues an RMA read into dst, which the caller keeps pinned until
 // the completion of ctx.
-func (l *lib) read(dst []byte, dest int, addr, key uint64, ctx uint64) int {
-	return int(C.nf_read(l.p, ptr(dst), C.size_t(len(dst)), C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key), C.uint64_t(ctx)))
+func (l *lib) read(dst []byte, desc uint64, dest int, addr, key uint64, ctx uint64) int {
+	return int(C.nf_read(l.p, ptr(dst), C.uint64_t(desc), C.size_t(len(dst)), C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key), C.uint64_t(ctx)))
 }
 
 // send sends buf, a C buffer (cbuf) that stays allocated until the
 // completion of ctx, or any buffer if inject.
-func (l *lib) send(buf []byte, dest int, inject bool, ctx uint64) int {
-	return int(C.nf_send(l.p, ptr(buf), C.size_t(len(buf)), C.uint64_t(dest), cbool(inject), C.uint64_t(ctx)))
+func (l *lib) send(buf []byte, desc uint64, dest int, inject bool, ctx uint64) int {
+	return int(C.nf_send(l.p, ptr(buf), C.uint64_t(desc), C.size_t(len(buf)), C.uint64_t(dest), cbool(inject), C.uint64_t(ctx)))
 }
 
 // recv posts buf, a C buffer, for one incoming message.
-func (l *lib) recv(buf []byte, ctx uint64) int {
-	return int(C.nf_recv(l.p, ptr(buf), C.size_t(len(buf)), C.uint64_t(ctx)))
+func (l *lib) recv(buf []byte, desc uint64, ctx uint64) int {
+	return int(C.nf_recv(l.p, ptr(buf), C.uint64_t(desc), C.size_t(len(buf)), C.uint64_t(ctx)))
 }
 
 // Kinds of atomics.
@@ -278,12 +301,12 @@ func (l *lib) atomicValid(kind, op, dt int) (count int, ok bool) {
 }
 
 // atomic issues an atomic of kind on count elements at (addr, key) of
-// rank dest. src, compare and result are C buffers that stay allocated
-// until the completion of ctx; compare and result may be nil where kind
-// takes none. (Never injected: tcp;ofi_rxm reports no completion for an
+// rank dest. src, compare and result are C buffers of one registration
+// (desc) that stay allocated until the completion of ctx; compare and
+// result may be nil where kind takes none. (Never injected: tcp;ofi_rxm reports no completion for an
 // injected atomic.)
-func (l *lib) atomic(kind, op, dt int, src, compare, result []byte, count, dest int, addr, key uint64, ctx uint64) int {
-	return int(C.nf_atomic(l.p, C.int(kind), C.int(op), C.int(dt), ptr(src), ptr(compare), ptr(result), C.size_t(count),
+func (l *lib) atomic(kind, op, dt int, src, compare, result []byte, desc uint64, count, dest int, addr, key uint64, ctx uint64) int {
+	return int(C.nf_atomic(l.p, C.int(kind), C.int(op), C.int(dt), ptr(src), ptr(compare), ptr(result), C.uint64_t(desc), C.size_t(count),
 		C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key), C.uint64_t(ctx)))
 }
 
@@ -312,10 +335,12 @@ func compErr(c *comp) (int, int) {
 }
 
 // cbuf is a buffer in C memory, which libfabric may keep while an
-// operation is in flight and the Go collector never moves.
+// operation is in flight and the Go collector never moves; mr and desc
+// are its local registration, if the endpoint registers buffers.
 type cbuf struct {
-	p unsafe.Pointer
-	b []byte
+	p        unsafe.Pointer
+	b        []byte
+	mr, desc uint64
 }
 
 // newCbuf allocates n bytes of C memory.
@@ -327,8 +352,11 @@ func newCbuf(n int) cbuf {
 	return cbuf{p: p, b: unsafe.Slice((*byte)(p), n)}
 }
 
-// free releases the buffer.
+// free releases the buffer and closes its registration.
 func (c cbuf) free() {
+	if c.mr != 0 {
+		_ = deregister(c.mr)
+	}
 	if c.p != nil {
 		C.free(c.p)
 	}

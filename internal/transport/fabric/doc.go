@@ -29,6 +29,12 @@
 //     the target's progress applies with the same code as the
 //     shared-memory transports. An endpoint's atomics are all of one
 //     kind, and so are a job's (atomic.go);
+//   - where the provider wants local buffers registered (FI_MR_LOCAL:
+//     verbs, EFA), the endpoint registers its send, bounce and receive
+//     buffers once, and a caller's buffer past the bounce size, which
+//     libfabric reads or writes in place, for the duration of its
+//     operation; Config.RegisterLocal does the same on any provider
+//     (mr.go);
 //   - active messages and the transport's control messages are
 //     fi_send into receive buffers that the target keeps posted; a
 //     message larger than a buffer travels in fragments, in order;

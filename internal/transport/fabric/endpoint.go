@@ -40,6 +40,15 @@ type Config struct {
 	// the provider has native ones. Every rank of a job must set it
 	// alike.
 	SoftwareAtomics bool
+	// RegisterLocal registers every buffer the endpoint hands libfabric
+	// and passes its descriptor, as it does anyway for providers that
+	// ask for it (FI_MR_LOCAL): for tests of that path on providers that
+	// do not.
+	RegisterLocal bool
+
+	// checkRegistration, in tests, checks each buffer against the
+	// descriptor passed with it (Endpoint.registrationFailures).
+	checkRegistration bool
 }
 
 // Endpoint is one rank's endpoint of the fabric transport. It implements
@@ -74,6 +83,10 @@ type Endpoint struct {
 	// regions does not apply at once, or its notice would overtake
 	// theirs.
 	selfEvents atomic.Int64
+
+	regLocal  bool          // register local buffers (FI_MR_LOCAL, or Config.RegisterLocal)
+	localKeys atomic.Uint64 // requested keys of local registrations
+	regs      *regCheck     // in tests: every buffer checked against its descriptor
 }
 
 // Counts says how many libfabric operations an endpoint issued, by kind:
@@ -198,7 +211,11 @@ func open(cfg Config) (*Endpoint, []byte, error) {
 	for r := range e.peers {
 		e.peers[r] = &peer{rank: r}
 	}
-	e.sbuf.size = msgBufSize
+	e.sbuf.e, e.sbuf.size = e, msgBufSize
+	e.regLocal = a.mrMode&mrLocal != 0 || cfg.RegisterLocal
+	if cfg.checkRegistration {
+		e.regs = newRegCheck()
+	}
 	mode := atomicsSoftware
 	if !cfg.SoftwareAtomics {
 		if e.limits = queryAtomics(l); e.limits != nil {
@@ -299,10 +316,13 @@ func (e *Endpoint) Close() error {
 	// closed. None starts after this.
 	e.life.kill()
 	e.regions.releaseAll(e)
-	e.lib.close()
-	e.ops.failAll(transport.ErrClosed)
-	e.prog.free()
+	// libfabric lets go of every buffer; then the local registrations
+	// close, and last the domain.
+	e.lib.shut()
+	e.failAll(transport.ErrClosed)
+	e.prog.free(e)
 	e.sbuf.drop()
+	e.lib.close()
 	return nil
 }
 
@@ -423,6 +443,9 @@ func (a attr) String() string {
 	notices := fmt.Sprintf("tag and counter notices in %d bytes of remote CQ data", a.cqDataSize)
 	if a.cqDataSize < 8 {
 		notices = "notices as messages (remote CQ data too small)"
+	}
+	if a.mrMode&mrLocal != 0 {
+		notices += "; local buffers registered (FI_MR_LOCAL)"
 	}
 	return fmt.Sprintf("libfabric provider %s, fabric %s, domain %s: completion %s; %s", a.prov, a.fabric, a.domain, completion, notices)
 }

@@ -396,3 +396,91 @@ func TestMixedAtomicsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceRegisterLocal runs the suite with every local buffer
+// registered and its descriptor passed, the path of providers that set
+// FI_MR_LOCAL (verbs, EFA), and checks each buffer handed to libfabric
+// against the registration its descriptor names.
+func TestConformanceRegisterLocal(t *testing.T) {
+	cfg := fabric.CheckRegistration(testConfig())
+	cfg.RegisterLocal = true
+	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
+		eps, err := fabric.Group(cfg, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]transport.Endpoint, n)
+		for i, e := range eps {
+			out[i] = e
+			t.Cleanup(func() {
+				if bad, first := e.RegistrationFailures(); bad > 0 {
+					t.Errorf("rank %d: %d buffers outside their registration, first %s", i, bad, first)
+				}
+			})
+		}
+		return out
+	})
+}
+
+// TestRegisterLocalLarge puts and gets buffers past the bounce size,
+// which go to libfabric pinned and registered for the operation: the
+// data arrives, every buffer lies in its registration, and the
+// operation's registration is closed once it completed.
+func TestRegisterLocalLarge(t *testing.T) {
+	cfg := fabric.CheckRegistration(testConfig())
+	cfg.RegisterLocal = true
+	eps, err := fabric.Group(cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(eps)
+	const size = 1 << 20
+	buf, r := exposeAt1(t, eps, size)
+	defer mem.Free(buf)
+	ctx := context.Background()
+	if err := eps[0].Flush(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	base := eps[0].LocalRegistrations()
+	if base == 0 {
+		t.Fatal("RegisterLocal: no local registration (receive buffers, bounce buffers)")
+	}
+	src, dst := make([]byte, size), make([]byte, size)
+	for i := range src {
+		src[i] = byte(i*7 + i>>8)
+	}
+	for _, n := range []int{size, 64<<10 + 1, 200 << 10} {
+		clear(dst)
+		var c transport.Completion
+		if err := r.Put(0, src[:n], transport.Notice{}, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := eps[0].Flush(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf[:n], src[:n]) {
+			t.Fatalf("put of %d bytes: the target holds other bytes", n)
+		}
+		c.Reset()
+		if err := r.Get(0, dst[:n], transport.Notice{}, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(dst[:n], src[:n]) {
+			t.Fatalf("get of %d bytes: other bytes", n)
+		}
+		if got := eps[0].LocalRegistrations(); got != base {
+			t.Errorf("after %d bytes: %d local registrations open, want %d", n, got, base)
+		}
+	}
+	for i, e := range eps {
+		if bad, first := e.RegistrationFailures(); bad > 0 {
+			t.Errorf("rank %d: %d buffers outside their registration, first %s", i, bad, first)
+		}
+	}
+}

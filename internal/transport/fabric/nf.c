@@ -40,7 +40,7 @@ static int getinfo(const char *prov, const char *node, const char *domain, uint6
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | caps;
 	hints->mode = 0;
-	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 	hints->domain_attr->threading = FI_THREAD_SAFE;
 	hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	hints->tx_attr->msg_order = FI_ORDER_SAS;
@@ -144,16 +144,24 @@ fail:
 	return ret;
 }
 
-void nf_close(nf_ep *e)
+void nf_shut(nf_ep *e)
 {
-	if (!e)
-		return;
 	if (e->ep)
 		fi_close(&e->ep->fid);
 	if (e->cq)
 		fi_close(&e->cq->fid);
 	if (e->av)
 		fi_close(&e->av->fid);
+	e->ep = NULL;
+	e->cq = NULL;
+	e->av = NULL;
+}
+
+void nf_close(nf_ep *e)
+{
+	if (!e)
+		return;
+	nf_shut(e);
 	if (e->domain)
 		fi_close(&e->domain->fid);
 	if (e->fabric)
@@ -184,10 +192,11 @@ int nf_av_insert(nf_ep *e, const void *addrs, size_t n)
 	return 0;
 }
 
-int nf_mr_reg(nf_ep *e, void *buf, size_t len, uint64_t req_key, uint64_t *mr, uint64_t *key)
+int nf_mr_reg(nf_ep *e, void *buf, size_t len, int remote, uint64_t req_key, uint64_t *mr, uint64_t *key, uint64_t *desc)
 {
 	struct fid_mr *m = NULL;
-	int ret = fi_mr_reg(e->domain, buf, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, req_key, 0, &m, NULL);
+	uint64_t access = remote ? FI_REMOTE_READ | FI_REMOTE_WRITE : FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+	int ret = fi_mr_reg(e->domain, buf, len, access, 0, req_key, 0, &m, NULL);
 	if (ret)
 		return ret;
 	if (e->mr_endpoint) {
@@ -198,6 +207,7 @@ int nf_mr_reg(nf_ep *e, void *buf, size_t len, uint64_t req_key, uint64_t *mr, u
 	}
 	*mr = (uint64_t)(uintptr_t)m;
 	*key = fi_mr_key(m);
+	*desc = (uint64_t)(uintptr_t)fi_mr_desc(m);
 	return 0;
 }
 
@@ -212,13 +222,14 @@ static fi_addr_t addr_of(nf_ep *e, uint64_t dest)
 	return dest < e->naddrs ? e->addrs[dest] : FI_ADDR_NOTAVAIL;
 }
 
-ssize_t nf_write(nf_ep *e, const void *buf, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, uint64_t ctx)
+ssize_t nf_write(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, uint64_t ctx)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct fi_rma_iov rma = {.addr = addr, .len = len, .key = key};
+	void *d = (void *)(uintptr_t)desc;
 	struct fi_msg_rma msg = {
 		.msg_iov = &iov,
-		.desc = NULL,
+		.desc = desc ? &d : NULL,
 		.iov_count = len ? 1 : 0,
 		.addr = addr_of(e, dest),
 		.rma_iov = &rma,
@@ -234,17 +245,18 @@ ssize_t nf_write(nf_ep *e, const void *buf, size_t len, uint64_t dest, uint64_t 
 	return fi_writemsg(e->ep, &msg, flags);
 }
 
-ssize_t nf_read(nf_ep *e, void *buf, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx)
+ssize_t nf_read(nf_ep *e, void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx)
 {
-	return fi_read(e->ep, buf, len, NULL, addr_of(e, dest), addr, key, (void *)(uintptr_t)ctx);
+	return fi_read(e->ep, buf, len, (void *)(uintptr_t)desc, addr_of(e, dest), addr, key, (void *)(uintptr_t)ctx);
 }
 
-ssize_t nf_send(nf_ep *e, const void *buf, size_t len, uint64_t dest, int inject, uint64_t ctx)
+ssize_t nf_send(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, int inject, uint64_t ctx)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	void *d = (void *)(uintptr_t)desc;
 	struct fi_msg msg = {
 		.msg_iov = &iov,
-		.desc = NULL,
+		.desc = desc ? &d : NULL,
 		.iov_count = 1,
 		.addr = addr_of(e, dest),
 		.context = (void *)(uintptr_t)ctx,
@@ -256,9 +268,9 @@ ssize_t nf_send(nf_ep *e, const void *buf, size_t len, uint64_t dest, int inject
 	return fi_sendmsg(e->ep, &msg, flags);
 }
 
-ssize_t nf_recv(nf_ep *e, void *buf, size_t len, uint64_t ctx)
+ssize_t nf_recv(nf_ep *e, void *buf, uint64_t desc, size_t len, uint64_t ctx)
 {
-	return fi_recv(e->ep, buf, len, NULL, FI_ADDR_UNSPEC, (void *)(uintptr_t)ctx);
+	return fi_recv(e->ep, buf, len, (void *)(uintptr_t)desc, FI_ADDR_UNSPEC, (void *)(uintptr_t)ctx);
 }
 
 int nf_poll(nf_ep *e, nf_comp *out, int max)
@@ -320,14 +332,16 @@ int nf_atomic_valid(nf_ep *e, int kind, int op, int dt, size_t *count)
 	return -FI_EINVAL;
 }
 
-ssize_t nf_atomic(nf_ep *e, int kind, int op, int dt, const void *src, void *compare, void *result, size_t count,
+ssize_t nf_atomic(nf_ep *e, int kind, int op, int dt, const void *src, void *compare, void *result, uint64_t desc, size_t count,
 		  uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx)
 {
 	struct fi_ioc ioc = {.addr = (void *)src, .count = count};
 	struct fi_rma_ioc rma = {.addr = addr, .count = count, .key = key};
+	void *d = (void *)(uintptr_t)desc;
+	void **dp = desc ? &d : NULL;
 	struct fi_msg_atomic msg = {
 		.msg_iov = &ioc,
-		.desc = NULL,
+		.desc = dp,
 		.iov_count = 1,
 		.addr = addr_of(e, dest),
 		.rma_iov = &rma,
@@ -344,9 +358,9 @@ ssize_t nf_atomic(nf_ep *e, int kind, int op, int dt, const void *src, void *com
 	case NF_ATOMIC_WRITE:
 		return fi_atomicmsg(e->ep, &msg, flags);
 	case NF_ATOMIC_FETCH:
-		return fi_fetch_atomicmsg(e->ep, &msg, &res, NULL, 1, flags);
+		return fi_fetch_atomicmsg(e->ep, &msg, &res, dp, 1, flags);
 	case NF_ATOMIC_COMPARE:
-		return fi_compare_atomicmsg(e->ep, &msg, &cmp, NULL, 1, &res, NULL, 1, flags);
+		return fi_compare_atomicmsg(e->ep, &msg, &cmp, dp, 1, &res, dp, 1, flags);
 	}
 	return -FI_EINVAL;
 }

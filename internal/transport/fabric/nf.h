@@ -41,15 +41,21 @@ typedef struct nf_comp {
 } nf_comp;
 
 int nf_open(const char *prov, const char *node, const char *domain, nf_ep **out, nf_attr *attr, char *errbuf, size_t errlen);
+// nf_shut closes the endpoint, its completion queue and address vector:
+// libfabric holds no buffer after it. nf_close then releases the rest.
+void nf_shut(nf_ep *e);
 void nf_close(nf_ep *e);
 int nf_getname(nf_ep *e, void *buf, size_t *len);
 int nf_av_insert(nf_ep *e, const void *addrs, size_t n);
-int nf_mr_reg(nf_ep *e, void *buf, size_t len, uint64_t req_key, uint64_t *mr, uint64_t *key);
+// nf_mr_reg registers buf for remote access if remote, else for local
+// use as the source or destination of operations (FI_MR_LOCAL).
+int nf_mr_reg(nf_ep *e, void *buf, size_t len, int remote, uint64_t req_key, uint64_t *mr, uint64_t *key, uint64_t *desc);
 int nf_mr_close(uint64_t mr);
-ssize_t nf_write(nf_ep *e, const void *buf, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, uint64_t ctx);
-ssize_t nf_read(nf_ep *e, void *buf, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx);
-ssize_t nf_send(nf_ep *e, const void *buf, size_t len, uint64_t dest, int inject, uint64_t ctx);
-ssize_t nf_recv(nf_ep *e, void *buf, size_t len, uint64_t ctx);
+// desc: the local descriptor of buf's registration, 0 if none.
+ssize_t nf_write(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, uint64_t ctx);
+ssize_t nf_read(nf_ep *e, void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx);
+ssize_t nf_send(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, int inject, uint64_t ctx);
+ssize_t nf_recv(nf_ep *e, void *buf, uint64_t desc, size_t len, uint64_t ctx);
 int nf_poll(nf_ep *e, nf_comp *out, int max);
 int nf_trywait(nf_ep *e);
 // Kinds of atomics: applied, applied with the previous contents
@@ -57,7 +63,8 @@ int nf_trywait(nf_ep *e);
 enum { NF_ATOMIC_WRITE, NF_ATOMIC_FETCH, NF_ATOMIC_COMPARE };
 
 int nf_atomic_valid(nf_ep *e, int kind, int op, int dt, size_t *count);
-ssize_t nf_atomic(nf_ep *e, int kind, int op, int dt, const void *src, void *compare, void *result, size_t count,
+// src, compare and result lie in one registration (desc, or 0).
+ssize_t nf_atomic(nf_ep *e, int kind, int op, int dt, const void *src, void *compare, void *result, uint64_t desc, size_t count,
 		  uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx);
 const char *nf_strerror(int err);
 

@@ -78,6 +78,8 @@ type op struct {
 	c      *transport.Completion
 	pin    runtime.Pinner
 	pinned bool
+	mr     uint64 // the local registration of a pinned buffer
+	desc   uint64 // and its descriptor
 	waits  int  // events still to come: 1, or 2 with a reply
 	done   bool // c was told
 	err    error
@@ -192,10 +194,7 @@ func (t *opTable) recycle(o *op) {
 		t.slots[slot] = nil
 		t.free = append(t.free, slot)
 	}
-	if o.pinned {
-		o.pin.Unpin()
-	}
-	*o = op{pin: o.pin, small: o.small}
+	*o = op{pin: o.pin, small: o.small} // (dispose unpinned it)
 	if len(t.spare) < spareOps {
 		t.spare = append(t.spare, o)
 	}
@@ -240,8 +239,9 @@ func (t *opTable) failPeer(rank int, err error) {
 }
 
 // failAll fails every operation with err and releases its buffers: the
-// libfabric endpoint is closed, nothing will complete.
-func (t *opTable) failAll(err error) {
+// libfabric endpoint is shut, nothing will complete.
+func (e *Endpoint) failAll(err error) {
+	t := &e.ops
 	t.mu.Lock()
 	all := t.slots
 	t.slots, t.gens, t.free = nil, nil, nil
@@ -251,10 +251,10 @@ func (t *opTable) failAll(err error) {
 			continue
 		}
 		t.tell(o, err)
-		if o.pinned {
-			o.pin.Unpin()
+		e.unpin(o)
+		if o.buf.p != nil {
+			e.freeBuf(o.buf)
 		}
-		o.buf.free()
 	}
 }
 
@@ -299,13 +299,19 @@ func (e *Endpoint) start(p *peer, o *op, ordered bool) error {
 
 // issue hands o to libfabric; p.omu is held.
 func (e *Endpoint) issue(p *peer, o *op) int {
+	desc := o.descriptor()
 	switch o.class {
 	case classW, classD:
-		return e.lib.write(o.data, p.rank, o.addr, o.key, o.cq, o.withData, o.inject, o.id)
+		e.regs.check("write", o.data, desc, o.inject)
+		return e.lib.write(o.data, desc, p.rank, o.addr, o.key, o.cq, o.withData, o.inject, o.id)
 	case classR:
-		return e.lib.read(o.data, p.rank, o.addr, o.key, o.id)
+		e.regs.check("read", o.data, desc, false)
+		return e.lib.read(o.data, desc, p.rank, o.addr, o.key, o.id)
 	case classAW, classAR:
-		return e.lib.atomic(o.akind, o.aop, o.adt, o.data, o.cmp, o.out, o.count, p.rank, o.addr, o.key, o.id)
+		e.regs.check("atomic source", o.data, desc, false)
+		e.regs.check("atomic compare", o.cmp, desc, false)
+		e.regs.check("atomic result", o.out, desc, false)
+		return e.lib.atomic(o.akind, o.aop, o.adt, o.data, o.cmp, o.out, desc, o.count, p.rank, o.addr, o.key, o.id)
 	}
 	if !o.numbered {
 		// Numbered in the order issued, once.
@@ -313,7 +319,8 @@ func (e *Endpoint) issue(p *peer, o *op) int {
 		o.seq, o.numbered = p.sendSeq, true
 		binary.LittleEndian.PutUint32(o.buf.b[seqAt:], o.seq)
 	}
-	ret := e.lib.send(o.buf.b[:o.n], p.rank, false, o.id)
+	e.regs.check("send", o.buf.b[:o.n], desc, false)
+	ret := e.lib.send(o.buf.b[:o.n], desc, p.rank, false, o.id)
 	if ret != 0 && ret != errAgain {
 		// A number the target will never see would hold back every
 		// later message: the peer is lost to this endpoint.
@@ -371,8 +378,9 @@ func (e *Endpoint) abort(p *peer, o *op, err error) error {
 	return err
 }
 
-// dispose releases o's send buffer and recycles o.
+// dispose releases o's buffers and recycles o.
 func (e *Endpoint) dispose(o *op) {
+	e.unpin(o)
 	if o.buf.p != nil {
 		e.sbuf.put(o.buf)
 		o.buf = cbuf{}
@@ -386,11 +394,12 @@ const smallData = 64
 // source sets the data of o, a write, to src, copied at once (o may wait
 // in a queue, and src is the caller's again when Put returns): into o,
 // for the provider to inject, if that small, else into a C buffer; a
-// source larger than a buffer is pinned, and must stay unchanged until
-// the write completes. (libfabric never gets a pointer to Go memory that
-// may hold Go pointers: cgo forbids it, and a caller's bytes may be part
-// of anything.)
-func (e *Endpoint) source(o *op, src []byte) {
+// source larger than a buffer is pinned (and registered if need be), and
+// must stay unchanged until the write completes. (libfabric never gets a
+// pointer to Go memory that may hold Go pointers: cgo forbids it, and a
+// caller's bytes may be part of anything.) If that fails, o is told the
+// error and dropped.
+func (e *Endpoint) source(o *op, src []byte) error {
 	switch {
 	case len(src) <= min(e.attr.injectSize, smallData):
 		if o.small == nil {
@@ -398,35 +407,48 @@ func (e *Endpoint) source(o *op, src []byte) {
 		}
 		o.data, o.inject = o.small[:copy(o.small[:], src)], true
 	case len(src) <= msgBufSize:
-		o.buf = e.sbuf.get()
+		if err := e.bounce(o); err != nil {
+			return err
+		}
 		o.data = o.buf.b[:copy(o.buf.b, src)]
 	default:
-		pin(&o.pin, src)
-		o.data, o.pinned = src, true
+		return e.pinData(o, src)
 	}
+	return nil
 }
 
 // target sets where o, a read, puts its data: a C buffer copied out at
-// completion, or dst itself, pinned, if larger than one.
-func (e *Endpoint) target(o *op, dst []byte) {
-	if len(dst) <= msgBufSize {
-		o.buf = e.sbuf.get()
-		o.data, o.dst = o.buf.b[:len(dst)], dst
-		o.out = o.data
-		return
+// completion, or dst itself, pinned (and registered if need be), if
+// larger than one. If that fails, o is told the error and dropped.
+func (e *Endpoint) target(o *op, dst []byte) error {
+	if len(dst) > msgBufSize {
+		return e.pinData(o, dst)
 	}
-	pin(&o.pin, dst)
-	o.data, o.pinned = dst, true
+	if err := e.bounce(o); err != nil {
+		return err
+	}
+	o.data, o.dst = o.buf.b[:len(dst)], dst
+	o.out = o.data
+	return nil
+}
+
+// pinData makes b, pinned, o's data.
+func (e *Endpoint) pinData(o *op, b []byte) error {
+	pin(&o.pin, b)
+	o.data, o.pinned = b, true
+	if err := e.registerOp(o); err != nil {
+		e.ops.tell(o, err)
+		e.dispose(o)
+		return err
+	}
+	return nil
 }
 
 // completed handles the completion of o's libfabric operation (err from
 // the completion queue, nil if it succeeded).
 func (e *Endpoint) completed(o *op, err error) {
 	p := o.peer
-	if o.pinned {
-		o.pin.Unpin()
-		o.pinned = false
-	}
+	e.unpin(o)
 	if o.dst != nil && err == nil {
 		e.ops.mu.Lock()
 		if !o.done { // else failed with its peer: dst is the caller's again

@@ -60,10 +60,14 @@ type progress struct {
 
 // start posts the receive buffers and starts the background goroutine.
 func (pr *progress) start(e *Endpoint) error {
-	pr.recv = make([]cbuf, recvBuffers)
-	for i := range pr.recv {
-		pr.recv[i] = newCbuf(msgBufSize)
-		if ret := e.lib.recv(pr.recv[i].b, recvCtx+uint64(i)); ret != 0 {
+	pr.recv = make([]cbuf, 0, recvBuffers)
+	for i := range recvBuffers {
+		b, err := e.newBuf(msgBufSize)
+		if err != nil {
+			return err
+		}
+		pr.recv = append(pr.recv, b)
+		if ret := e.lib.recv(b.b, b.desc, recvCtx+uint64(i)); ret != 0 {
 			return &libError{"fi_recv", ret}
 		}
 	}
@@ -85,10 +89,10 @@ func (pr *progress) stop() {
 	}
 }
 
-// free releases the receive buffers (the libfabric endpoint is closed).
-func (pr *progress) free() {
+// free releases the receive buffers (the libfabric endpoint is shut).
+func (pr *progress) free(e *Endpoint) {
 	for _, b := range pr.recv {
-		b.free()
+		e.freeBuf(b)
 	}
 	pr.recv = nil
 }
@@ -266,7 +270,7 @@ func (e *Endpoint) dispatch(c *comp, t transport.NoticeTaker) bool {
 		}
 		b := e.prog.recv[i]
 		done := e.handleMsg(b.b[:compLen(c)], t)
-		if ret := e.lib.recv(b.b, id); ret != 0 && e.open() {
+		if ret := e.lib.recv(b.b, b.desc, id); ret != 0 && e.open() {
 			// A buffer fewer: messages still arrive through the others.
 			_ = ret
 		}

@@ -41,6 +41,11 @@ func RawPingPong(cfg Config, size, iters, warmup int) (time.Duration, error) {
 		if s.mr, s.key, err = l.register(s.buf.b, uint64(i+1)); err != nil {
 			return 0, err
 		}
+		if a.mrMode&mrLocal != 0 || cfg.RegisterLocal {
+			if s.src.mr, s.src.desc, err = l.registerLocal(s.src.b, localKeyBase|uint64(i+1)); err != nil {
+				return 0, err
+			}
+		}
 		name, err := l.name(a.addrLen)
 		if err != nil {
 			return 0, err
@@ -134,7 +139,7 @@ func (s *rawSide) write(size int) error {
 	inject := size <= s.attr.injectSize
 	for {
 		s.opsStarted++
-		ret := s.lib.write(s.src.b[:size], s.peer, s.raddr, s.rkey, 1, true, inject, s.opsStarted)
+		ret := s.lib.write(s.src.b[:size], s.src.desc, s.peer, s.raddr, s.rkey, 1, true, inject, s.opsStarted)
 		if ret == 0 {
 			s.inflight++
 			return nil
@@ -189,10 +194,11 @@ func (s *rawSide) poll() error {
 
 // close releases the side.
 func (s *rawSide) close() {
+	s.lib.shut()
 	if s.mr != 0 {
 		_ = deregister(s.mr)
 	}
-	s.lib.close()
 	s.buf.free()
 	s.src.free()
+	s.lib.close()
 }

@@ -437,7 +437,9 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 		}
 		o := e.ops.add(p, cl, c, 1)
 		o.addr, o.key, o.cq, o.withData = r.addr+uint64(off), r.mrKey, data, withData
-		e.source(o, src)
+		if err := e.source(o, src); err != nil {
+			return err
+		}
 		if err := e.start(p, o, withData); err != nil {
 			return err
 		}
@@ -478,7 +480,9 @@ func (r *region) Get(off int, dst []byte, n transport.Notice, c *transport.Compl
 		e := r.ep
 		o := e.ops.add(p, classR, c, 1)
 		o.addr, o.key = r.addr+uint64(off), r.mrKey
-		e.target(o, dst)
+		if err := e.target(o, dst); err != nil {
+			return err
+		}
 		if err := e.start(p, o, false); err != nil {
 			return err
 		}
