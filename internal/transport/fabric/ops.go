@@ -80,8 +80,8 @@ type op struct {
 	pinned bool
 	mr     uint64 // the local registration of a pinned buffer
 	desc   uint64 // and its descriptor
-	waits  int  // events still to come: 1, or 2 with a reply
-	done   bool // c was told
+	waits  int    // events still to come: 1, or 2 with a reply
+	done   bool   // c was told
 	err    error
 
 	// What to issue (issue): an RMA write of data (with remote CQ data
