@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/narma-rma/narma/internal/bootstrap"
 	"github.com/narma-rma/narma/internal/transport"
@@ -29,19 +30,32 @@ func init() {
 // NARMA_FABRIC_PROVIDER (else libfabric's own FI_PROVIDER applies),
 // NARMA_FABRIC_NODE and NARMA_FABRIC_DOMAIN; NARMA_FABRIC_ATOMICS=software
 // applies atomics in software at the target even where the provider has
-// native ones.
-func fabricConfig() fabric.Config {
-	return fabric.Config{
+// native ones; NARMA_FABRIC_TIMEOUT (a duration, "30s" if unset) bounds
+// the wait for a peer's answer and how long a peer may stay silent.
+func fabricConfig() (fabric.Config, error) {
+	cfg := fabric.Config{
 		Provider:        os.Getenv("NARMA_FABRIC_PROVIDER"),
 		Node:            os.Getenv("NARMA_FABRIC_NODE"),
 		Domain:          os.Getenv("NARMA_FABRIC_DOMAIN"),
 		SoftwareAtomics: os.Getenv("NARMA_FABRIC_ATOMICS") == "software",
 	}
+	if v := os.Getenv("NARMA_FABRIC_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("NARMA_FABRIC_TIMEOUT=%q: want a positive duration such as 30s", v)
+		}
+		cfg.Timeout = d
+	}
+	return cfg, nil
 }
 
 // fabricGroup returns n endpoints of the fabric transport in this process.
 func fabricGroup(n int) ([]transport.Endpoint, error) {
-	eps, err := fabric.Group(fabricConfig(), n)
+	cfg, err := fabricConfig()
+	if err != nil {
+		return nil, err
+	}
+	eps, err := fabric.Group(cfg, n)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +69,11 @@ func launchedFabric(ctx context.Context, env bootstrap.Env) (*registry.Joined, e
 	if err != nil {
 		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
 	}
-	cfg := fabricConfig()
+	cfg, err := fabricConfig()
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("join: rank %d of %d: %w", env.Rank, env.Size, err)
+	}
 	cfg.Rank, cfg.Size, cfg.Exchange = env.Rank, env.Size, client.Exchange
 	ep, err := fabric.New(ctx, cfg)
 	if err != nil {
@@ -69,7 +87,11 @@ func launchedFabric(ctx context.Context, env bootstrap.Env) (*registry.Joined, e
 // fabricStatus opens an endpoint as a rank would and names what
 // libfabric chose.
 func fabricStatus() string {
-	s, err := fabric.Describe(fabricConfig())
+	cfg, err := fabricConfig()
+	if err != nil {
+		return err.Error()
+	}
+	s, err := fabric.Describe(cfg)
 	if err != nil {
 		return err.Error()
 	}

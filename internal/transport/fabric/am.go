@@ -111,7 +111,9 @@ func (e *Endpoint) atomic(p *peer, m *msg, body, body2, result []byte, c *transp
 	return e.issueMsg(p, o, m, body, body2, m.notice.Kind() != transport.NoticeNone)
 }
 
-// call sends a control message and waits for the answer.
+// call sends a control message and waits for the answer: a peer that
+// does not answer within the timeout fails; ctx ending first ends the
+// wait only (the answer, if it comes, is dropped).
 func (e *Endpoint) call(ctx context.Context, p *peer, m *msg, body []byte) (reply, error) {
 	o := e.ops.add(p, classS, nil, 2)
 	ch := make(chan reply, 2)
@@ -121,6 +123,8 @@ func (e *Endpoint) call(ctx context.Context, p *peer, m *msg, body []byte) (repl
 	if err := e.issueMsg(p, o, m, body, nil, false); err != nil {
 		return reply{}, err
 	}
+	timer := time.NewTimer(e.timeout)
+	defer timer.Stop()
 	select {
 	case r := <-ch:
 		if r.status == statusErr {
@@ -128,7 +132,9 @@ func (e *Endpoint) call(ctx context.Context, p *peer, m *msg, body []byte) (repl
 		}
 		return r, nil
 	case <-ctx.Done():
-		err := fmt.Errorf("fabric: rank %d did not answer within the timeout: %w", p.rank, transport.ErrPeer)
+		return reply{}, fmt.Errorf("fabric: waiting for rank %d: %w", p.rank, ctx.Err())
+	case <-timer.C:
+		err := fmt.Errorf("fabric: rank %d did not answer within %v: %w", p.rank, e.timeout, transport.ErrPeer)
 		e.fail(p, err)
 		return reply{}, err
 	}

@@ -103,8 +103,10 @@ func (e *libError) Error() string {
 func strerror(err int) string { return C.GoString(C.nf_strerror(C.int(err))) }
 
 // openLib opens an endpoint of provider prov ("" for any), on the local
-// address node and the domain named domain when they are not empty.
-func openLib(prov, node, domain string) (*lib, attr, error) {
+// address node and the domain named domain when they are not empty; with
+// delivery, one whose operations complete once delivered if the provider
+// has that.
+func openLib(prov, node, domain string, delivery bool) (*lib, attr, error) {
 	cs := func(s string) *C.char {
 		if s == "" {
 			return nil
@@ -118,7 +120,7 @@ func openLib(prov, node, domain string) (*lib, attr, error) {
 	var p *C.nf_ep
 	var a C.nf_attr
 	var msg [256]C.char
-	if ret := C.nf_open(cp, cn, cd, &p, &a, &msg[0], C.size_t(len(msg))); ret != 0 {
+	if ret := C.nf_open(cp, cn, cd, cbool(delivery), &p, &a, &msg[0], C.size_t(len(msg))); ret != 0 {
 		return nil, attr{}, fmt.Errorf("libfabric: %s", C.GoString(&msg[0]))
 	}
 	return &lib{p: p}, attr{

@@ -34,7 +34,9 @@ type Config struct {
 	Ranks      int
 	OneProcess bool
 	// Timeout bounds the wait for a peer's answer to a control message
-	// (a region lookup, a withdrawal, a goodbye); 0 means 30 seconds.
+	// (a region lookup, a withdrawal, a goodbye), and how long a peer
+	// may stay silent before it counts as dead (heartbeat.go); 0 means
+	// 30 seconds.
 	Timeout time.Duration
 	// SoftwareAtomics applies atomics in software at the target even if
 	// the provider has native ones. Every rank of a job must set it
@@ -49,6 +51,9 @@ type Config struct {
 	// checkRegistration, in tests, checks each buffer against the
 	// descriptor passed with it (Endpoint.registrationFailures).
 	checkRegistration bool
+	// noDelivery, in tests, declines FI_DELIVERY_COMPLETE, so that
+	// Flush asks the target as on providers without it.
+	noDelivery bool
 }
 
 // Endpoint is one rank's endpoint of the fabric transport. It implements
@@ -83,6 +88,9 @@ type Endpoint struct {
 	// regions does not apply at once, or its notice would overtake
 	// theirs.
 	selfEvents atomic.Int64
+
+	beatStop chan struct{} // closed by Close: the heartbeat ends
+	beatDone chan struct{} // closed by the heartbeat as it ends
 
 	regLocal  bool          // register local buffers (FI_MR_LOCAL, or Config.RegisterLocal)
 	localKeys atomic.Uint64 // requested keys of local registrations
@@ -182,7 +190,7 @@ func open(cfg Config) (*Endpoint, []byte, error) {
 	if cfg.Size <= 0 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
 		return nil, nil, fmt.Errorf("fabric: rank %d of %d", cfg.Rank, cfg.Size)
 	}
-	l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain)
+	l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain, !cfg.noDelivery)
 	if err != nil {
 		return nil, nil, fmt.Errorf("fabric: rank %d: %w", cfg.Rank, err)
 	}
@@ -257,7 +265,12 @@ func (e *Endpoint) connect(names [][]byte) error {
 	if err := e.lib.insert(addrs, e.attr.addrLen); err != nil {
 		return err
 	}
-	return e.prog.start(e)
+	if err := e.prog.start(e); err != nil {
+		return err
+	}
+	e.beatStop, e.beatDone = make(chan struct{}), make(chan struct{})
+	go e.heartbeat()
+	return nil
 }
 
 // Rank returns the endpoint's rank.
@@ -298,11 +311,22 @@ func (e *Endpoint) peer(target int) (*peer, error) {
 // Close says goodbye to the peers, so that what they aim at this rank
 // fails at once with ErrPeer, and releases the endpoint: operations in
 // flight fail with ErrClosed.
-func (e *Endpoint) Close() error {
+func (e *Endpoint) Close() error { return e.close(true) }
+
+// Kill closes the endpoint as if its process died: no goodbye, so the
+// peers learn of it from failed operations and their heartbeat
+// (transporttest.Killer).
+func (e *Endpoint) Kill() error { return e.close(false) }
+
+func (e *Endpoint) close(goodbye bool) error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	if e.prog.running() {
+	if e.beatStop != nil {
+		close(e.beatStop)
+		<-e.beatDone
+	}
+	if goodbye && e.prog.running() {
 		e.goodbye()
 	}
 	e.hmu.Lock()
@@ -371,6 +395,10 @@ type peer struct {
 
 	inflight atomic.Int64 // operations not yet told to their Completion
 
+	// For the heartbeat: known once anything went to or came from the
+	// peer, alive when it was heard from since the last visit.
+	known, alive atomic.Bool
+
 	sendSeq uint32 // the number of the last message issued to the peer; under omu
 
 	// At the target, under the drain: the number of the last message
@@ -419,7 +447,7 @@ func errIs(err error, targets ...error) bool {
 // names what libfabric chose: provider, fabric, domain and the features
 // the transport uses.
 func Describe(cfg Config) (string, error) {
-	l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain)
+	l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain, !cfg.noDelivery)
 	if err != nil {
 		return "", fmt.Errorf("fabric: %w", err)
 	}

@@ -9,6 +9,16 @@ func CheckRegistration(cfg Config) Config {
 	return cfg
 }
 
+// WithoutDelivery returns cfg declining FI_DELIVERY_COMPLETE: Flush then
+// asks the target, as on providers that lack it.
+func WithoutDelivery(cfg Config) Config {
+	cfg.noDelivery = true
+	return cfg
+}
+
+// Delivery reports whether operations complete once delivered.
+func (e *Endpoint) Delivery() bool { return e.attr.delivery }
+
 // RegistrationFailures returns how many buffers went to libfabric
 // outside the registration named by their descriptor, and the first.
 func (e *Endpoint) RegistrationFailures() (int, string) { return e.regs.failures() }
@@ -18,4 +28,14 @@ func (e *Endpoint) LocalRegistrations() int {
 	e.regs.mu.Lock()
 	defer e.regs.mu.Unlock()
 	return len(e.regs.spans)
+}
+
+// Freeze makes the endpoint fall silent without closing, as a stopped
+// process or a lost link would: no heartbeat, and nobody reads its
+// completion queue.
+func (e *Endpoint) Freeze() {
+	close(e.beatStop)
+	<-e.beatDone
+	e.beatStop = nil
+	e.prog.stop()
 }

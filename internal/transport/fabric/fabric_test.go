@@ -5,6 +5,7 @@ package fabric_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -18,9 +19,9 @@ import (
 )
 
 // testConfig is the provider the tests run on: FI_PROVIDER's, else
-// tcp;ofi_rxm, on loopback.
+// tcp;ofi_rxm, on loopback; a dead peer is found within a few seconds.
 func testConfig() fabric.Config {
-	cfg := fabric.Config{Provider: os.Getenv("FI_PROVIDER"), Node: "127.0.0.1"}
+	cfg := fabric.Config{Provider: os.Getenv("FI_PROVIDER"), Node: "127.0.0.1", Timeout: 5 * time.Second}
 	if cfg.Provider == "" {
 		cfg.Provider = "tcp;ofi_rxm"
 	}
@@ -483,4 +484,84 @@ func TestRegisterLocalLarge(t *testing.T) {
 			t.Errorf("rank %d: %d buffers outside their registration, first %s", i, bad, first)
 		}
 	}
+}
+
+// TestHeartbeat checks that idle peers that answer stay alive through
+// several timeouts, and that a peer that falls silent without closing
+// (a stopped process, a lost link) fails with ErrPeer once the timeout
+// passed: its failure handler is told, and operations to it fail.
+func TestHeartbeat(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timeout = 500 * time.Millisecond
+	eps, err := fabric.Group(cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(eps)
+	type failure struct {
+		peer int
+		err  error
+	}
+	fails := make(chan failure, 4)
+	eps[0].SetFailureHandler(func(peer int, err error) { fails <- failure{peer, err} })
+	buf, r := exposeAt1(t, eps, 64)
+	defer mem.Free(buf)
+	select {
+	case f := <-fails:
+		t.Fatalf("an idle peer that answers failed: rank %d: %v", f.peer, f.err)
+	case <-time.After(4 * cfg.Timeout):
+	}
+	if err := r.Put(0, []byte{1}, transport.Notice{}, nil); err != nil {
+		t.Fatalf("Put to a live peer: %v", err)
+	}
+	eps[1].Freeze()
+	start := time.Now()
+	select {
+	case f := <-fails:
+		if f.peer != 1 || !errors.Is(f.err, transport.ErrPeer) {
+			t.Fatalf("failure of rank %d with %v, want rank 1 with ErrPeer", f.peer, f.err)
+		}
+		// Silence counts from the last answer, which may have come just
+		// before the freeze, and the heartbeat looks every Timeout/5.
+		if d := time.Since(start); d < cfg.Timeout*3/5 {
+			t.Errorf("rank 1 failed %v after falling silent, well before the timeout of %v", d, cfg.Timeout)
+		}
+	case <-time.After(20 * cfg.Timeout):
+		t.Fatal("a silent peer did not fail")
+	}
+	var c transport.Completion
+	err = r.Put(0, []byte{2}, transport.Notice{}, &c)
+	if err == nil {
+		err = c.Wait(context.Background())
+	}
+	if !errors.Is(err, transport.ErrPeer) {
+		t.Errorf("Put to a silent peer: %v, want ErrPeer", err)
+	}
+}
+
+// TestConformanceWithoutDelivery runs the suite on an endpoint whose
+// operations complete when sent, not when delivered, as on providers
+// without FI_DELIVERY_COMPLETE: each Flush then asks the target, whose
+// answer follows everything sent before it. tcp;ofi_rxm keeps messages
+// in order with writes only with delivery completion, so this runs on
+// sockets unless FI_PROVIDER says otherwise.
+func TestConformanceWithoutDelivery(t *testing.T) {
+	cfg := fabric.WithoutDelivery(testConfig())
+	if os.Getenv("FI_PROVIDER") == "" {
+		cfg.Provider = "sockets"
+	}
+	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
+		eps, err := fabric.Group(cfg, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eps[0].Delivery() {
+			t.Fatal("WithoutDelivery: operations complete on delivery")
+		}
+		out := make([]transport.Endpoint, n)
+		for i, e := range eps {
+			out[i] = e
+		}
+		return out
+	})
 }

@@ -28,6 +28,8 @@ const (
 	msgWithdraw                    // the region (slot, gen) of the sender is gone
 	msgFlush                       // answer once everything before is applied
 	msgBye                         // the sender closes
+	msgPing                        // the heartbeat: answer with msgPong
+	msgPong                        // the answer to msgPing
 	msgMax
 )
 

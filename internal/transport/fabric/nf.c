@@ -60,14 +60,16 @@ static void copystr(char *dst, size_t n, const char *src)
 	snprintf(dst, n, "%s", src ? src : "");
 }
 
-int nf_open(const char *prov, const char *node, const char *domain, nf_ep **out, nf_attr *attr, char *errbuf, size_t errlen)
+int nf_open(const char *prov, const char *node, const char *domain, int delivery, nf_ep **out, nf_attr *attr, char *errbuf, size_t errlen)
 {
 	struct fi_info *info = NULL;
 	const char *step = "fi_getinfo";
 	// Delivery completion matters most (Flush needs no round trip),
 	// then atomics (else software ones at the target).
-	int ret = getinfo(prov, node, domain, FI_ATOMIC, FI_DELIVERY_COMPLETE, &info);
-	if (ret)
+	int ret = -FI_ENODATA;
+	if (delivery)
+		ret = getinfo(prov, node, domain, FI_ATOMIC, FI_DELIVERY_COMPLETE, &info);
+	if (ret && delivery)
 		ret = getinfo(prov, node, domain, 0, FI_DELIVERY_COMPLETE, &info);
 	if (ret)
 		ret = getinfo(prov, node, domain, FI_ATOMIC, 0, &info);

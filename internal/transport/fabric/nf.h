@@ -40,7 +40,8 @@ typedef struct nf_comp {
 	int32_t prov_errno;
 } nf_comp;
 
-int nf_open(const char *prov, const char *node, const char *domain, nf_ep **out, nf_attr *attr, char *errbuf, size_t errlen);
+// delivery: ask for FI_DELIVERY_COMPLETE first (0: never, for tests).
+int nf_open(const char *prov, const char *node, const char *domain, int delivery, nf_ep **out, nf_attr *attr, char *errbuf, size_t errlen);
 // nf_shut closes the endpoint, its completion queue and address vector:
 // libfabric holds no buffer after it. nf_close then releases the rest.
 void nf_shut(nf_ep *e);

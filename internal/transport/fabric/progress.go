@@ -286,6 +286,7 @@ func (e *Endpoint) dispatch(c *comp, t transport.NoticeTaker) bool {
 		if src == e.rank {
 			defer e.selfEvents.Add(-1)
 		}
+		e.peers[src].heard()
 		x := e.regions.lookupSlot(slot)
 		if x == nil {
 			return false
@@ -351,6 +352,7 @@ func (e *Endpoint) handleMsg(b []byte, t transport.NoticeTaker) bool {
 		return false
 	}
 	p := e.peers[src]
+	p.heard()
 	if m.seq != p.recvSeq+1 {
 		// Messages complete out of order (a large one that the provider
 		// fetches by rendezvous after a small one behind it): keep it
@@ -439,6 +441,12 @@ func (e *Endpoint) handle(p *peer, m *msg, body []byte, t transport.NoticeTaker)
 		e.answer(p, m, statusOK, nil)
 	case msgFlush:
 		e.answer(p, m, statusOK, nil)
+	case msgPing:
+		if p.err() == nil && e.open() {
+			_ = e.sendMsg(p, &msg{kind: msgPong}, nil, nil, false)
+		}
+	case msgPong:
+		// Heard (handleMsg).
 	case msgBye:
 		e.answer(p, m, statusOK, nil)
 		err := closedPeer(src)

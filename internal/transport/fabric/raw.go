@@ -32,7 +32,7 @@ func RawPingPong(cfg Config, size, iters, warmup int) (time.Duration, error) {
 	}()
 	var names [][]byte
 	for i := range sides {
-		l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain)
+		l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain, !cfg.noDelivery)
 		if err != nil {
 			return 0, fmt.Errorf("fabric: %w", err)
 		}

@@ -208,9 +208,7 @@ func (e *Endpoint) Unexpose(key transport.Key) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
-			defer cancel()
-			_, _ = e.call(ctx, p, &msg{kind: msgWithdraw, slot: x.slot, gen: x.gen}, key[:])
+			_, _ = e.call(context.Background(), p, &msg{kind: msgWithdraw, slot: x.slot, gen: x.gen}, key[:])
 		}()
 	}
 	wg.Wait()
@@ -318,9 +316,7 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 		}
 	} else {
 		h.p = p
-		ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
-		r, err := e.call(ctx, p, &msg{kind: msgLookup, slot: slot, gen: gen, off: uint64(size)}, key[:])
-		cancel()
+		r, err := e.call(context.Background(), p, &msg{kind: msgLookup, slot: slot, gen: gen, off: uint64(size)}, key[:])
 		if err != nil {
 			return nil, err
 		}
