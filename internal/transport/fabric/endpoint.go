@@ -169,6 +169,9 @@ func Group(cfg Config, n int) ([]*Endpoint, error) {
 		}
 		eps = append(eps, e)
 		names = append(names, name)
+		if n > 1 && e.attr.prov == sharedMemoryProvider {
+			return fail(fmt.Errorf("fabric: provider %s cannot run several ranks in one process (libfabric 1.17 crashes in fi_cq_read): run the ranks as processes (narmarun), or choose another provider", e.attr.prov))
+		}
 	}
 	for i := range names {
 		for j := range i {
@@ -184,6 +187,10 @@ func Group(cfg Config, n int) ([]*Endpoint, error) {
 	}
 	return eps, nil
 }
+
+// sharedMemoryProvider is libfabric's provider for processes of one
+// host, which serves one endpoint per process only.
+const sharedMemoryProvider = "shm"
 
 // open opens the endpoint and returns it with its address.
 func open(cfg Config) (*Endpoint, []byte, error) {

@@ -565,3 +565,21 @@ func TestConformanceWithoutDelivery(t *testing.T) {
 		return out
 	})
 }
+
+// TestSharedMemoryGroupRefused checks that a group of goroutine ranks
+// on libfabric's shm provider, which crashes with several endpoints in
+// one process, is refused with an error that says what to do instead.
+func TestSharedMemoryGroupRefused(t *testing.T) {
+	cfg := fabric.Config{Provider: "shm"}
+	if _, err := fabric.Describe(cfg); err != nil {
+		t.Skipf("no shm provider here: %v", err)
+	}
+	eps, err := fabric.Group(cfg, 2)
+	if err == nil {
+		closeAll(eps)
+		t.Fatal("a group of 2 goroutine ranks on shm opened")
+	}
+	if !strings.Contains(err.Error(), "as processes") {
+		t.Errorf("error %q does not say to run the ranks as processes", err)
+	}
+}
