@@ -42,7 +42,10 @@
 //     offers it, so that Flush waits for completions only; elsewhere a
 //     Flush also exchanges a message with the target, which answers
 //     after everything sent before it (the provider's FI_ORDER_SAW/SAR)
-//     or is refused if the provider keeps neither order.
+//     or is refused if the provider keeps neither order. There, since a
+//     completion no longer says that an operation arrived, every notice
+//     is a message and atomics are applied in software, so that order
+//     rests on msg_order and the messages' numbers alone.
 //
 // Progress is manual: waiters of the engine poll the completion queue
 // (transport.Poller), and a goroutine per endpoint polls it otherwise,

@@ -232,7 +232,7 @@ func open(cfg Config) (*Endpoint, []byte, error) {
 		e.regs = newRegCheck()
 	}
 	mode := atomicsSoftware
-	if !cfg.SoftwareAtomics {
+	if !cfg.SoftwareAtomics && a.delivery {
 		if e.limits = queryAtomics(l); e.limits != nil {
 			mode = atomicsNative
 		}
@@ -462,6 +462,8 @@ func Describe(cfg Config) (string, error) {
 	switch {
 	case cfg.SoftwareAtomics:
 		atomics = "atomics in software at the target (asked for)"
+	case !a.delivery:
+		atomics = "atomics in software at the target (a completion does not say that a native one was applied)"
 	case queryAtomics(l) != nil:
 		atomics = "native atomics (fi_atomic)"
 	}
@@ -476,8 +478,11 @@ func (a attr) String() string {
 		completion = "on transmission, Flush asks the target"
 	}
 	notices := fmt.Sprintf("tag and counter notices in %d bytes of remote CQ data", a.cqDataSize)
-	if a.cqDataSize < 8 {
+	switch {
+	case a.cqDataSize < 8:
 		notices = "notices as messages (remote CQ data too small)"
+	case !a.delivery:
+		notices = "notices as messages (remote CQ data and messages keep no order without delivery completion)"
 	}
 	if a.mrMode&mrLocal != 0 {
 		notices += "; local buffers registered (FI_MR_LOCAL)"

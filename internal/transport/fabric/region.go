@@ -423,7 +423,11 @@ func (r *region) Put(off int, src []byte, n transport.Notice, c *transport.Compl
 	p := r.p
 	e := r.ep
 	data, withData := uint64(0), false
-	if n.Kind() != transport.NoticeNone && e.attr.cqDataSize >= 8 && len(src) > 0 {
+	// In the CQ data only where completions mean delivery: the order of
+	// a write's CQ data and a message is kept by waiting for the
+	// completion of the one before (ops.go), which says nothing on
+	// arrival otherwise.
+	if n.Kind() != transport.NoticeNone && e.attr.cqDataSize >= 8 && e.attr.delivery && len(src) > 0 {
 		data, withData = cqData(n, e.rank, r.slot)
 	}
 	if len(src) > 0 {
