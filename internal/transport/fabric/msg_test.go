@@ -17,6 +17,8 @@ func FuzzMsgDecode(f *testing.F) {
 		{kind: msgAcc, a: 1, b: 7, src: 2, id: 1<<32 | 5, slot: 3, gen: 9, off: 64, notice: transport.SignalNotice(transport.SignalAdd, 8, 1), n1: 8, n2: 8, seq: 77},
 		{kind: msgReply, a: uint8(statusBounds), id: 42, seq: 2},
 		{kind: msgBye, seq: 1 << 31},
+		{kind: msgPing, src: 3, seq: 9},
+		{kind: msgPong, src: 1, seq: 10},
 	} {
 		b := make([]byte, msgHeader+3)
 		m.put(b)
