@@ -56,9 +56,19 @@ func exposeAt1(t testing.TB, eps []*fabric.Endpoint, size int) ([]byte, transpor
 	return buf, r
 }
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t, testConfig(), nil) }
+
+// conformance runs the suite on groups opened with cfg; check, if not
+// nil, vets each group first.
+func conformance(t *testing.T, cfg fabric.Config, check func(t *testing.T, eps []*fabric.Endpoint)) {
 	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
-		eps := group(t, n)
+		eps, err := fabric.Group(cfg, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if check != nil {
+			check(t, eps)
+		}
 		out := make([]transport.Endpoint, n)
 		for i, e := range eps {
 			out[i] = e
@@ -225,19 +235,10 @@ func TestAccumulatesInIssueOrder(t *testing.T) {
 func TestConformanceSoftwareAtomics(t *testing.T) {
 	cfg := testConfig()
 	cfg.SoftwareAtomics = true
-	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
-		eps, err := fabric.Group(cfg, n)
-		if err != nil {
-			t.Fatal(err)
-		}
+	conformance(t, cfg, func(t *testing.T, eps []*fabric.Endpoint) {
 		if eps[0].Native() {
 			t.Fatal("SoftwareAtomics: the endpoint applies atomics natively")
 		}
-		out := make([]transport.Endpoint, n)
-		for i, e := range eps {
-			out[i] = e
-		}
-		return out
 	})
 }
 
@@ -405,21 +406,14 @@ func TestMixedAtomicsRefused(t *testing.T) {
 func TestConformanceRegisterLocal(t *testing.T) {
 	cfg := fabric.CheckRegistration(testConfig())
 	cfg.RegisterLocal = true
-	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
-		eps, err := fabric.Group(cfg, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make([]transport.Endpoint, n)
+	conformance(t, cfg, func(t *testing.T, eps []*fabric.Endpoint) {
 		for i, e := range eps {
-			out[i] = e
 			t.Cleanup(func() {
 				if bad, first := e.RegistrationFailures(); bad > 0 {
 					t.Errorf("rank %d: %d buffers outside their registration, first %s", i, bad, first)
 				}
 			})
 		}
-		return out
 	})
 }
 
@@ -492,7 +486,7 @@ func TestRegisterLocalLarge(t *testing.T) {
 // passed: its failure handler is told, and operations to it fail.
 func TestHeartbeat(t *testing.T) {
 	cfg := testConfig()
-	cfg.Timeout = 500 * time.Millisecond
+	cfg.Timeout = time.Second
 	eps, err := fabric.Group(cfg, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -550,19 +544,10 @@ func TestConformanceWithoutDelivery(t *testing.T) {
 	if os.Getenv("FI_PROVIDER") == "" {
 		cfg.Provider = "sockets"
 	}
-	transporttest.Run(t, func(t *testing.T, n int) []transport.Endpoint {
-		eps, err := fabric.Group(cfg, n)
-		if err != nil {
-			t.Fatal(err)
-		}
+	conformance(t, cfg, func(t *testing.T, eps []*fabric.Endpoint) {
 		if eps[0].Delivery() {
 			t.Fatal("WithoutDelivery: operations complete on delivery")
 		}
-		out := make([]transport.Endpoint, n)
-		for i, e := range eps {
-			out[i] = e
-		}
-		return out
 	})
 }
 
