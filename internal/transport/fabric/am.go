@@ -218,13 +218,34 @@ func (e *Endpoint) Flush(ctx context.Context, target int) error {
 }
 
 // FlushAll flushes every target.
-func (e *Endpoint) FlushAll(ctx context.Context) error {
+func (e *Endpoint) FlushAll(ctx context.Context) error { return e.each(ctx, e.Flush) }
+
+// FlushLocal waits until the operations issued to target are complete
+// here: the caller's buffers are its own again and results are in place
+// (transport.LocalFlusher). A put's data, and an accumulate's, was
+// copied when the put was issued, unless larger than a bounce buffer
+// (64 KiB), so such a put needs no wait, while a Flush waits for its
+// delivery; reads and fetches wait for their results.
+func (e *Endpoint) FlushLocal(ctx context.Context, target int) error {
+	p, err := e.peer(target)
+	if err != nil {
+		return err
+	}
+	return e.await(ctx, p, func() bool { return p.local.Load() == 0 })
+}
+
+// FlushLocalAll is FlushLocal for every target.
+func (e *Endpoint) FlushLocalAll(ctx context.Context) error { return e.each(ctx, e.FlushLocal) }
+
+// each calls flush for every target and returns the first error, but for
+// failed peers other than this rank.
+func (e *Endpoint) each(ctx context.Context, flush func(context.Context, int) error) error {
 	if !e.open() {
 		return transport.ErrClosed
 	}
 	var first error
 	for t := range e.size {
-		if err := e.Flush(ctx, t); err != nil && first == nil && !(t != e.rank && errIs(err, transport.ErrPeer)) {
+		if err := flush(ctx, t); err != nil && first == nil && !(t != e.rank && errIs(err, transport.ErrPeer)) {
 			first = err
 		}
 	}
@@ -233,8 +254,13 @@ func (e *Endpoint) FlushAll(ctx context.Context) error {
 
 // waitIdle polls until nothing issued to p is in flight.
 func (e *Endpoint) waitIdle(ctx context.Context, p *peer) error {
+	return e.await(ctx, p, func() bool { return p.idle() && p.inflight.Load() == 0 })
+}
+
+// await polls until done, p fails, the endpoint closes or ctx ends.
+func (e *Endpoint) await(ctx context.Context, p *peer, done func() bool) error {
 	var start time.Time
-	for !p.idle() || p.inflight.Load() != 0 {
+	for !done() {
 		if err := p.err(); err != nil {
 			return err
 		}

@@ -120,7 +120,8 @@ func (e *Endpoint) Counts() Counts {
 
 var (
 	_ transport.Endpoint = (*Endpoint)(nil)
-	_ transport.Poller   = (*Endpoint)(nil)
+	_ transport.Poller       = (*Endpoint)(nil)
+	_ transport.LocalFlusher = (*Endpoint)(nil)
 )
 
 // caps is what the transport offers: asynchronous operations, no direct
@@ -401,6 +402,7 @@ type peer struct {
 	smu sync.Mutex // one message's fragments go out together
 
 	inflight atomic.Int64 // operations not yet told to their Completion
+	local    atomic.Int64 // of those, the ones that hold the caller's memory (op.holdsCaller)
 
 	// For the heartbeat: known once anything went to or came from the
 	// peer, alive when it was heard from since the last visit.

@@ -30,6 +30,11 @@ func (e *Endpoint) LocalRegistrations() int {
 	return len(e.regs.spans)
 }
 
+// PauseProgress stops or resumes the background goroutine's polling:
+// while paused, only the caller's polls and waits read the completion
+// queue.
+func (e *Endpoint) PauseProgress(on bool) { e.prog.paused.Store(on) }
+
 // Freeze makes the endpoint fall silent without closing, as a stopped
 // process or a lost link would: no heartbeat, and nobody reads its
 // completion queue.

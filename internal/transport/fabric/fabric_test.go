@@ -4,6 +4,7 @@ package fabric_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"errors"
 	"os"
@@ -566,5 +567,86 @@ func TestSharedMemoryGroupRefused(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "as processes") {
 		t.Errorf("error %q does not say to run the ranks as processes", err)
+	}
+}
+
+// TestFlushLocal tells FlushLocal from Flush: with nobody reading the
+// origin's completion queue (its background progress paused), FlushLocal
+// returns at once after puts whose data the transport copied, whose
+// completions it has not seen yet, and Flush then waits for them; after
+// a get, a put larger than a bounce buffer (which libfabric reads in
+// place) and a fetching atomic, FlushLocal waits until the caller's
+// buffers are its own and the results are in place.
+func TestFlushLocal(t *testing.T) {
+	eps := group(t, 2)
+	defer closeAll(eps)
+	const size = 1 << 20
+	buf, r := exposeAt1(t, eps, size)
+	defer mem.Free(buf)
+	ctx := context.Background()
+	if err := eps[0].Flush(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	eps[0].PauseProgress(true)
+	defer eps[0].PauseProgress(false)
+
+	var c transport.Completion
+	for _, n := range []int{8, 4096} {
+		if err := r.Put(0, make([]byte, n), transport.TagNotice(transport.NoticeTag, 1), &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eps[0].FlushLocal(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c.Complete() {
+		t.Fatal("after FlushLocal the copied puts are complete: it waited for them (or they completed without a poll)")
+	}
+	if err := eps[0].Flush(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Complete() {
+		t.Fatal("Flush returned before the puts completed")
+	}
+
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	dst := make([]byte, 4096)
+	old := make([]byte, 8)
+	var big, get, fetch transport.Completion
+	if err := r.Put(0, src, transport.Notice{}, &big); err != nil {
+		t.Fatal(err)
+	}
+	if err := eps[0].Flush(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Apart from one another: the three are not ordered among themselves.
+	if err := r.Get(size/2, dst, transport.Notice{}, &get); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Accumulate(0, mem.Sum, mem.Int64, mem.Bytes([]int64{1}), old, transport.Notice{}, &fetch); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Put(8, src[8:size/2], transport.Notice{}, &big); err != nil {
+		t.Fatal(err)
+	}
+	if err := eps[0].FlushLocal(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		what string
+		c    *transport.Completion
+	}{{"get", &get}, {"fetch", &fetch}, {"large put", &big}} {
+		if !x.c.Complete() {
+			t.Errorf("FlushLocal returned before the %s completed", x.what)
+		}
+	}
+	if !bytes.Equal(dst, src[size/2:size/2+4096]) {
+		t.Error("the get's result is not in place after FlushLocal")
+	}
+	if got, want := binary.LittleEndian.Uint64(old), binary.LittleEndian.Uint64(src); got != want {
+		t.Errorf("fetched %#x, want %#x", got, want)
 	}
 }

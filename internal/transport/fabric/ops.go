@@ -106,6 +106,7 @@ type op struct {
 	seq             uint32 // a send's number, once issued (numbered)
 	numbered        bool
 	ordered         bool // queued behind the operations before it (a notice)
+	local           bool // counted in peer.local until told
 	expects         bool // a reply will come (waits started at 2)
 	answered        bool // the reply came
 
@@ -209,6 +210,9 @@ func (t *opTable) tell(o *op, err error) {
 	}
 	o.done = true
 	c, r := o.c, o.reply
+	if o.local {
+		o.peer.local.Add(-1)
+	}
 	t.mu.Unlock()
 	o.peer.inflight.Add(-1)
 	if r != nil && err != nil {
@@ -284,6 +288,14 @@ func (e *Endpoint) start(p *peer, o *op, ordered bool) error {
 		return transport.ErrClosed
 	}
 	defer e.life.exit()
+	if o.holdsCaller() {
+		e.ops.mu.Lock()
+		if !o.done {
+			o.local = true
+			p.local.Add(1)
+		}
+		e.ops.mu.Unlock()
+	}
 	p.omu.Lock()
 	defer p.omu.Unlock()
 	// Behind a queued notice everything waits, in order: accumulates
@@ -387,6 +399,11 @@ func (e *Endpoint) dispose(o *op) {
 	}
 	e.ops.recycle(o)
 }
+
+// holdsCaller reports whether o, about to start, still uses the caller's
+// memory or owes it a result: a pinned buffer, a read's or a fetch's
+// destination. Other operations copied what they need when issued.
+func (o *op) holdsCaller() bool { return o.pinned || o.dst != nil || o.result != nil }
 
 // smallData is the most data an op holds itself.
 const smallData = 64

@@ -54,6 +54,7 @@ type progress struct {
 	selfN   atomic.Int32
 	polled  atomic.Int64 // when a waiter last polled (UnixNano), 0 once it parked
 	on      atomic.Bool
+	paused  atomic.Bool // in tests: the background goroutine does not poll
 	quit    chan struct{}
 	stopped chan struct{}
 }
@@ -106,6 +107,10 @@ func (pr *progress) loop(e *Endpoint) {
 		case <-pr.quit:
 			return
 		default:
+		}
+		if pr.paused.Load() {
+			time.Sleep(time.Millisecond)
+			continue
 		}
 		if e.drainOnce(nil) {
 			idle = 0
