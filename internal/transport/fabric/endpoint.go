@@ -119,7 +119,7 @@ func (e *Endpoint) Counts() Counts {
 }
 
 var (
-	_ transport.Endpoint = (*Endpoint)(nil)
+	_ transport.Endpoint     = (*Endpoint)(nil)
 	_ transport.Poller       = (*Endpoint)(nil)
 	_ transport.LocalFlusher = (*Endpoint)(nil)
 )

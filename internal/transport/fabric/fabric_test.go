@@ -4,8 +4,8 @@ package fabric_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"strings"
