@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/narma-rma/narma/internal/engine"
+	"github.com/narma-rma/narma/internal/mem"
 )
 
 // Comm is a rank's communicator: its rank, the job's size, two-sided
@@ -92,4 +93,30 @@ func (c *Comm) Dup(ctx context.Context) (*Comm, error) {
 		return nil, err
 	}
 	return &Comm{e: d, ctx: c.ctx}, nil
+}
+
+// Send sends buf, a slice of any element type, to rank dest with tag, as
+// Comm.Send sends bytes; the receiver may take it as bytes or as
+// elements of the same type.
+func Send[T Elem](ctx context.Context, c *Comm, buf []T, dest, tag int) error {
+	return c.e.Send(ctx, mem.Bytes(buf), dest, tag)
+}
+
+// Recv receives into buf the oldest message from src with tag, as
+// Comm.Recv does into bytes. Status.Count is in bytes: the elements are
+// Count divided by their size.
+func Recv[T Elem](ctx context.Context, c *Comm, buf []T, src, tag int) (Status, error) {
+	st, err := c.e.Recv(ctx, mem.Bytes(buf), src, tag)
+	return Status(st), err
+}
+
+// Isend starts a send of buf, as Comm.Isend.
+func Isend[T Elem](ctx context.Context, c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return requestOf(c.e.Isend(ctx, mem.Bytes(buf), dest, tag))
+}
+
+// Irecv posts a receive into buf, as Comm.Irecv; buf must not be touched
+// until the request completes.
+func Irecv[T Elem](c *Comm, buf []T, src, tag int) (*Request, error) {
+	return requestOf(c.e.Irecv(mem.Bytes(buf), src, tag))
 }

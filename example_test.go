@@ -119,3 +119,41 @@ func ExampleComm_Recv() {
 	// sum 21
 	// <nil>
 }
+
+// Rooted collectives: each rank's block gathered at rank 0, and an
+// exclusive prefix sum giving each rank the offset of its block.
+func ExampleGatherv() {
+	err := narma.Run(3, func(c *narma.Comm) error {
+		ctx, me := c.Context(), c.Rank()
+		mine := make([]int32, me+1) // rank r has r+1 elements
+		for i := range mine {
+			mine[i] = int32(10*me + i)
+		}
+		offset := make([]int64, 1)
+		if err := narma.Exscan(ctx, c, []int64{int64(len(mine))}, offset, narma.Sum); err != nil {
+			return err
+		}
+		var all []int32
+		if me == 0 {
+			all = make([]int32, 6)
+		}
+		if err := narma.Gatherv(ctx, c, mine, all, []int{1, 2, 3}, nil, 0); err != nil {
+			return err
+		}
+		if me == 2 {
+			fmt.Println("rank 2's block starts at", offset[0])
+		}
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
+		if me == 0 {
+			fmt.Println(all)
+		}
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// rank 2's block starts at 3
+	// [0 10 11 20 21 22]
+	// <nil>
+}

@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/narma-rma/narma/internal/mem"
+)
+
+// Rooted collectives: one rank, the root, combines, collects or hands
+// out. Lengths are in bytes here; package narma counts elements.
+
+const (
+	tagReduceRoot = 500
+	tagGather     = 600
+	tagScatter    = 700
+)
+
+// Reduce combines send from every rank element-wise with o and leaves
+// the result in recv on root; recv is not used elsewhere (it may be
+// nil). The combination is a binomial tree in a fixed order, as in
+// Allreduce.
+func (c *Comm) Reduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op, root int) error {
+	const op = "Reduce"
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr(op, c.stopErr(ctx))
+	}
+	if err := c.checkRank(op, root); err != nil {
+		return err
+	}
+	if err := checkReduceArgs(op, c.rank, t, o, len(send)); err != nil {
+		return err
+	}
+	if c.rank == root && len(recv) != len(send) {
+		return opErr(op, c.rank, ErrLayout, "recv has %d bytes, send %d", len(recv), len(send))
+	}
+	n := c.size
+	vr := (c.rank - root + n) % n
+	acc := make([]byte, len(send))
+	copy(acc, send)
+	tmp := make([]byte, len(send))
+	for mask := 1; mask < n; mask <<= 1 {
+		if vr&mask != 0 {
+			return c.csend(op, acc, (vr-mask+root)%n, tagReduceRoot)
+		}
+		if vr+mask < n {
+			if err := c.crecv(ctx, op, tmp, (vr+mask+root)%n, tagReduceRoot); err != nil {
+				return err
+			}
+			mem.Apply(o, t, acc, tmp)
+		}
+	}
+	copy(recv, acc)
+	return nil
+}
+
+// blocks returns the blocks that counts and displs (nil: packed in rank
+// order) name in a buffer of size bytes, or an error for op.
+func (c *Comm) blocks(op, what string, counts, displs []int, size int) ([][2]int, error) {
+	if len(counts) != c.size {
+		return nil, opErr(op, c.rank, ErrLayout, "%d %s counts for %d ranks", len(counts), what, c.size)
+	}
+	if displs != nil && len(displs) != c.size {
+		return nil, opErr(op, c.rank, ErrLayout, "%d %s displacements for %d ranks", len(displs), what, c.size)
+	}
+	b := make([][2]int, c.size)
+	at := 0
+	for r, n := range counts {
+		if displs != nil {
+			at = displs[r]
+		}
+		if n < 0 || at < 0 || at > size || n > size-at {
+			return nil, opErr(op, c.rank, ErrLayout, "%s block of rank %d (%d bytes at %d) outside a buffer of %d", what, r, n, at, size)
+		}
+		b[r] = [2]int{at, at + n}
+		at += n
+	}
+	return b, nil
+}
+
+// Gather collects len(send) bytes from every rank into recv on root,
+// rank r's block at r*len(send); recv is not used elsewhere.
+func (c *Comm) Gather(ctx context.Context, send, recv []byte, root int) error {
+	const op = "Gather"
+	if c.rank == root && len(recv) != len(send)*c.size {
+		return opErr(op, c.rank, ErrLayout, "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
+	}
+	return c.gather(ctx, op, send, recv, nil, root)
+}
+
+// Gatherv collects send from every rank into recv on root, rank r's
+// counts[r] bytes at displs[r] (nil displs: packed in rank order);
+// counts, displs and recv are used on root only.
+func (c *Comm) Gatherv(ctx context.Context, send, recv []byte, counts, displs []int, root int) error {
+	const op = "Gatherv"
+	var blks [][2]int
+	if c.rank == root && root >= 0 && root < c.size {
+		var err error
+		if counts == nil {
+			counts = []int{} // (an error below, not packed blocks of nothing)
+		}
+		if blks, err = c.blocks(op, "recv", counts, displs, len(recv)); err != nil {
+			return err
+		}
+		if len(send) != counts[root] {
+			return opErr(op, c.rank, ErrLayout, "send has %d bytes, counts[%d] says %d", len(send), root, counts[root])
+		}
+	}
+	return c.gather(ctx, op, send, recv, blks, root)
+}
+
+// gather is Gather (blks nil: equal blocks) and Gatherv.
+func (c *Comm) gather(ctx context.Context, op string, send, recv []byte, blks [][2]int, root int) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr(op, c.stopErr(ctx))
+	}
+	if err := c.checkRank(op, root); err != nil {
+		return err
+	}
+	if c.rank != root {
+		return c.csend(op, send, root, tagGather)
+	}
+	block := func(r int) []byte {
+		if blks == nil {
+			return recv[r*len(send) : (r+1)*len(send)]
+		}
+		return recv[blks[r][0]:blks[r][1]]
+	}
+	copy(block(root), send)
+	for r := range c.size {
+		if r == root {
+			continue
+		}
+		if err := c.crecv(ctx, op, block(r), r, tagGather); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Scatter hands block r of root's send (Size blocks of len(recv) bytes)
+// to rank r's recv; send is not used elsewhere.
+func (c *Comm) Scatter(ctx context.Context, send, recv []byte, root int) error {
+	const op = "Scatter"
+	if c.rank == root && len(send) != len(recv)*c.size {
+		return opErr(op, c.rank, ErrLayout, "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
+	}
+	return c.scatter(ctx, op, send, recv, nil, root)
+}
+
+// Scatterv hands counts[r] bytes of root's send at displs[r] (nil displs:
+// packed in rank order) to rank r's recv, which must be that long; send,
+// counts and displs are used on root only.
+func (c *Comm) Scatterv(ctx context.Context, send []byte, counts, displs []int, recv []byte, root int) error {
+	const op = "Scatterv"
+	var blks [][2]int
+	if c.rank == root && root >= 0 && root < c.size {
+		var err error
+		if counts == nil {
+			counts = []int{}
+		}
+		if blks, err = c.blocks(op, "send", counts, displs, len(send)); err != nil {
+			return err
+		}
+		if len(recv) != counts[root] {
+			return opErr(op, c.rank, ErrLayout, "recv has %d bytes, counts[%d] says %d", len(recv), root, counts[root])
+		}
+	}
+	return c.scatter(ctx, op, send, recv, blks, root)
+}
+
+// scatter is Scatter (blks nil: equal blocks) and Scatterv.
+func (c *Comm) scatter(ctx context.Context, op string, send, recv []byte, blks [][2]int, root int) error {
+	if err := ctx.Err(); err != nil {
+		return c.ctxErr(op, c.stopErr(ctx))
+	}
+	if err := c.checkRank(op, root); err != nil {
+		return err
+	}
+	if c.rank != root {
+		return c.crecv(ctx, op, recv, root, tagScatter)
+	}
+	block := func(r int) []byte {
+		if blks == nil {
+			return send[r*len(recv) : (r+1)*len(recv)]
+		}
+		return send[blks[r][0]:blks[r][1]]
+	}
+	for d := 1; d < c.size; d++ {
+		r := (root + d) % c.size
+		if err := c.csend(op, block(r), r, tagScatter); err != nil {
+			return err
+		}
+	}
+	copy(recv, block(root))
+	return nil
+}
