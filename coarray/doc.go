@@ -51,7 +51,14 @@
 //	type(notify_type) :: nv[*]                 nv, err := coarray.NewNotify(ctx, im)
 //	a(lo:hi)[p, notify=nv] = x                 a.Put(p-1, lo-1, x, coarray.WithNotify(nv))
 //	notify wait(nv, until_count=k)             nv.Wait(ctx, k)
-//	co_sum(x)                                  narma.Allreduce(ctx, im.Comm(), x, x, narma.Sum)
+//	call co_sum(x)                             coarray.CoSum(ctx, im, x)
+//	call co_max(x, result_image=p)             coarray.CoMax(ctx, im, x, coarray.ResultImage(p-1))
+//	call co_broadcast(x, source_image=p)       coarray.CoBroadcast(ctx, im, x, p-1)
+//	call co_reduce(x, f)                       coarray.CoReduce(ctx, im, x, f)
+//	call atomic_add(v[p], k)                   coarray.AtomicAdd(v, p-1, 0, k)   // v: *Array[int64]
+//	call atomic_fetch_add(v[p], k, old)        old, err := coarray.AtomicFetchAdd(v, p-1, 0, k)
+//	call atomic_cas(v[p], old, cmp, new)       old, err := coarray.AtomicCAS(v, p-1, 0, cmp, new)
+//	call atomic_ref(x, v[p])                   x, err := coarray.AtomicRef(v, p-1, 0)
 //
 // Element types are narma's (the fixed-size integers and floats); Array
 // is generic in its element type, so putting or getting the wrong type is

@@ -91,9 +91,9 @@ func (im *Images) ThisImage() int { return im.c.Rank() }
 // NumImages returns the number of images, Fortran's NUM_IMAGES().
 func (im *Images) NumImages() int { return im.c.Size() }
 
-// Comm returns the communicator of the job, for two-sided messages and the
-// collectives (narma.Allreduce is CO_SUM, CO_MAX, ...; narma.Bcast is
-// CO_BROADCAST).
+// Comm returns the communicator of the job, for two-sided messages and
+// narma's collectives (CoSum, CoMin, CoMax, CoReduce and CoBroadcast are
+// Fortran's, on a private duplicate of it).
 func (im *Images) Comm() *narma.Comm { return im.c }
 
 // SyncMemory completes every put this image issued, at its target, and
