@@ -191,3 +191,49 @@ func ExampleImages_SyncImages() {
 	fmt.Println(got)
 	// Output: [1 2 3 0]
 }
+
+// A global sum and a shared counter: every image takes tickets from a
+// counter on image 0 with ATOMIC_FETCH_ADD, and CO_SUM adds up how many
+// each took.
+func ExampleCoSum() {
+	err := narma.Run(3, func(c *narma.Comm) error {
+		ctx := c.Context()
+		im, err := coarray.Init(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer im.Finalize(ctx)
+		counter, err := coarray.New[int64](ctx, im, 1)
+		if err != nil {
+			return err
+		}
+		taken := []int64{0}
+		for range im.ThisImage() + 1 { // image i takes i+1 tickets
+			if _, err := coarray.AtomicFetchAdd(counter, 0, 0, 1); err != nil {
+				return err
+			}
+			taken[0]++
+		}
+		if err := coarray.CoSum(ctx, im, taken); err != nil {
+			return err
+		}
+		if err := im.SyncAll(ctx); err != nil {
+			return err
+		}
+		last, err := coarray.AtomicRef(counter, 0, 0)
+		if err != nil {
+			return err
+		}
+		if im.ThisImage() == 0 {
+			fmt.Println("tickets taken:", taken[0], "counter:", last)
+		}
+		if err := im.SyncAll(ctx); err != nil {
+			return err
+		}
+		return counter.Free(ctx)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output: tickets taken: 6 counter: 6
+}
