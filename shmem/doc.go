@@ -66,6 +66,14 @@
 //     other means (atomics, puts) does not wake SignalWaitUntil: update
 //     it with PutSignal (an empty src is a pure signal) or poll it with
 //     WaitUntil.
+//   - The collectives over all PEs (SHMEM_TEAM_WORLD) are narma's
+//     collectives on the same duplicate of the Comm: Broadcast is
+//     narma.Bcast, the reductions (SumReduce, ProdReduce, MinReduce,
+//     MaxReduce, AndReduce, OrReduce, XorReduce) narma.Allreduce,
+//     Alltoall and Alltoalls narma.Alltoall, Fcollect narma.Allgather and
+//     Collect an exchange of lengths then narma.Alltoallv. They read and
+//     write the local copies of their symmetric objects; they are not
+//     barriers for puts.
 //
 // Element types are checked at compile time: a Sym[T] moves elements of
 // T only, the atomics and WaitUntil take 32- and 64-bit integers (Int),
