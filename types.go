@@ -127,12 +127,21 @@ const (
 	AnyTag    = -1
 )
 
-// AnySource and AnyTag are spelled out so that the documentation shows
-// them; they must be the engine's, which compiling checks: an index other
-// than 0 is out of range.
+// ProcNull is the null rank, MPI_PROC_NULL: a Send, Isend, put, get,
+// accumulate or other RMA operation (notified or not) aimed at it
+// completes at once and does nothing, and a Recv, Irecv, Probe or Iprobe
+// from it completes at once with Status{Source: ProcNull, Tag: AnyTag,
+// Count: 0}. Codes whose boundary ranks have no neighbour pass it instead
+// of testing. An RMA operation on ProcNull needs no epoch.
+const ProcNull = -2
+
+// AnySource, AnyTag and ProcNull are spelled out so that the
+// documentation shows them; they must be the engine's, which compiling
+// checks: an index other than 0 is out of range.
 var (
 	_ = [1]struct{}{}[AnySource-engine.AnySource]
 	_ = [1]struct{}{}[AnyTag-engine.AnyTag]
+	_ = [1]struct{}{}[ProcNull-engine.ProcNull]
 )
 
 // Bytes returns the bytes of s without copying: a zero-copy view for

@@ -13,6 +13,14 @@ const (
 	AnyTag    = -1
 )
 
+// ProcNull is the null rank (MPI_PROC_NULL): a send to it or an RMA
+// operation on it completes at once and does nothing; a receive or probe
+// from it completes at once with Status{Source: ProcNull, Tag: AnyTag}.
+const ProcNull = -2
+
+// nullStatus is the status of a receive or probe from ProcNull.
+var nullStatus = Status{Source: ProcNull, Tag: AnyTag}
+
 // Status describes a received or probed message.
 type Status struct {
 	Source int // the sending rank
@@ -108,8 +116,8 @@ func (c *Comm) send(op string, ctx uint8, buf []byte, dest, tag int) error {
 	if err := c.checkRank(op, dest); err != nil {
 		return err
 	}
-	if tag < 0 || int64(tag) > int64(1<<31-1) {
-		return opErr(op, c.rank, ErrTag, "tag %d not in [0,2^31)", tag)
+	if err := c.checkTag(op, tag); err != nil {
+		return err
 	}
 	// The header goes through an interface call, so a local array would
 	// be allocated on the heap each time: keep one (SendAM copies it).
@@ -133,7 +141,18 @@ func (c *Comm) Send(ctx context.Context, buf []byte, dest, tag int) error {
 	if err := ctx.Err(); err != nil {
 		return c.ctxErr("Send", err)
 	}
+	if dest == ProcNull {
+		return c.checkTag("Send", tag)
+	}
 	return c.send("Send", c.user, buf, dest, tag)
+}
+
+// checkTag checks the tag of a send.
+func (c *Comm) checkTag(op string, tag int) error {
+	if tag < 0 || int64(tag) > int64(1<<31-1) {
+		return opErr(op, c.rank, ErrTag, "tag %d not in [0,2^31)", tag)
+	}
+	return nil
 }
 
 func (c *Comm) checkRecvArgs(op string, src, tag int) error {
@@ -369,12 +388,19 @@ func (c *Comm) waitRecv(ctx context.Context, r *recvReq) error {
 // anything) into buf. A message longer than buf fills buf and returns an
 // error wrapping ErrTruncate.
 func (c *Comm) Recv(ctx context.Context, buf []byte, src, tag int) (Status, error) {
+	if src == ProcNull {
+		return nullStatus, c.checkRecvArgs("Recv", AnySource, tag)
+	}
 	return c.recv(ctx, "Recv", c.user, buf, src, tag)
 }
 
 // Iprobe reports whether a message matching src and tag is waiting, and
 // its status, without receiving it.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	if src == ProcNull {
+		err := c.checkRecvArgs("Iprobe", AnySource, tag)
+		return nullStatus, err == nil, err
+	}
 	c.progress()
 	return c.iprobe("Iprobe", src, tag)
 }
@@ -396,6 +422,9 @@ func (c *Comm) iprobe(name string, src, tag int) (Status, bool, error) {
 // Probe waits until a message matching src and tag is waiting and returns
 // its status without receiving it.
 func (c *Comm) Probe(ctx context.Context, src, tag int) (Status, error) {
+	if src == ProcNull {
+		return nullStatus, c.checkRecvArgs("Probe", AnySource, tag)
+	}
 	var st Status
 	var found bool
 	var err error

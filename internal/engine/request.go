@@ -152,7 +152,11 @@ func (c *Comm) Isend(ctx context.Context, buf []byte, dest, tag int) (*Request, 
 	if err := ctx.Err(); err != nil {
 		return nil, c.ctxErr("Isend", err)
 	}
-	if err := c.send("Isend", c.user, buf, dest, tag); err != nil {
+	if dest == ProcNull {
+		if err := c.checkTag("Isend", tag); err != nil {
+			return nil, err
+		}
+	} else if err := c.send("Isend", c.user, buf, dest, tag); err != nil {
 		return nil, err
 	}
 	return &Request{c: c, kind: reqDone, op: "Isend", st: Status{Source: c.rank, Tag: tag, Count: len(buf)}}, nil
@@ -160,6 +164,12 @@ func (c *Comm) Isend(ctx context.Context, buf []byte, dest, tag int) (*Request, 
 
 // Irecv posts a receive into buf and returns at once.
 func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
+	if src == ProcNull {
+		if err := c.checkRecvArgs("Irecv", AnySource, tag); err != nil {
+			return nil, err
+		}
+		return &Request{c: c, kind: reqDone, op: "Irecv", st: nullStatus}, nil
+	}
 	if err := c.checkRecvArgs("Irecv", src, tag); err != nil {
 		return nil, err
 	}

@@ -275,6 +275,9 @@ func (w *Win) Do(a *Access) error {
 		}
 		return opErr(name, -1, ErrFreed, "nil window")
 	}
+	if a.Target == ProcNull {
+		return w.check(a.name())
+	}
 	if done, err := w.fastPath(a); done {
 		return err
 	}
@@ -356,6 +359,9 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 	name := a.reqName()
 	if err := w.check(name); err != nil {
 		return nil, err
+	}
+	if a.Target == ProcNull {
+		return &Request{c: w.c, kind: reqDone, op: name, st: Status{Source: ProcNull}}, nil
 	}
 	var p plan
 	if err := w.prepare(name, a, &p); err != nil {
