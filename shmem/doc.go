@@ -74,6 +74,9 @@
 //     Collect an exchange of lengths then narma.Alltoallv. They read and
 //     write the local copies of their symmetric objects; they are not
 //     barriers for puts.
+//   - IPut and IGet are narma PutStrided and GetStrided with Vector
+//     layouts, then Flush. SetLock, TestLock and ClearLock
+//     compare-and-swap the lock's copy on PE 0 (lock.go).
 //
 // Element types are checked at compile time: a Sym[T] moves elements of
 // T only, the atomics and WaitUntil take 32- and 64-bit integers (Int),
