@@ -59,6 +59,10 @@
 //	call atomic_fetch_add(v[p], k, old)        old, err := coarray.AtomicFetchAdd(v, p-1, 0, k)
 //	call atomic_cas(v[p], old, cmp, new)       old, err := coarray.AtomicCAS(v, p-1, 0, cmp, new)
 //	call atomic_ref(x, v[p])                   x, err := coarray.AtomicRef(v, p-1, 0)
+//	type(lock_type) :: l[*]                    l, err := coarray.NewLock(ctx, im)
+//	lock(l[p]); unlock(l[p])                   l.Lock(ctx, p-1); l.Unlock(ctx, p-1)
+//	lock(l[p], acquired_lock=ok)               ok, err := l.TryLock(ctx, p-1)
+//	critical ... end critical                  crit.Do(ctx, func() error { ... })   // crit from NewCritical
 //
 // Element types are narma's (the fixed-size integers and floats); Array
 // is generic in its element type, so putting or getting the wrong type is
