@@ -48,6 +48,11 @@ func (c *Comm) Send(ctx context.Context, buf []byte, dest, tag int) error {
 // MPIX_Comm_failure_ack).
 func (c *Comm) AckFailures() []int { return c.e.AckFailures() }
 
+// Failed returns the ranks known to have failed, in order, without
+// acknowledging them: waits that any rank could end still give up until
+// AckFailures.
+func (c *Comm) Failed() []int { return c.e.Failed() }
+
 // Recv receives into buf the oldest message from src with tag; AnySource
 // and AnyTag match any. A longer message fills buf and returns an error
 // wrapping ErrTruncate; Status.Count is then the message's full length.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,6 +121,9 @@ func peerDeathRank() error {
 	_, rerr := c.Recv(bg, buf, 2, 1)
 	if !errors.Is(rerr, narma.ErrPeer) {
 		return fmt.Errorf("Recv from the killed rank: %v, want ErrPeer", rerr)
+	}
+	if f := c.Failed(); !slices.Equal(f, []int{2}) {
+		return fmt.Errorf("Failed() = %v after rank 2 was killed, want [2]", f)
 	}
 	berr := c.Barrier(bg)
 	if !errors.Is(berr, narma.ErrPeer) {

@@ -63,6 +63,7 @@
 //	lock(l[p]); unlock(l[p])                   l.Lock(ctx, p-1); l.Unlock(ctx, p-1)
 //	lock(l[p], acquired_lock=ok)               ok, err := l.TryLock(ctx, p-1)
 //	critical ... end critical                  crit.Do(ctx, func() error { ... })   // crit from NewCritical
+//	image_status(p), failed_images()           im.ImageStatus(p-1), im.FailedImages()
 //
 // Element types are narma's (the fixed-size integers and floats); Array
 // is generic in its element type, so putting or getting the wrong type is

@@ -96,6 +96,53 @@ func (im *Images) NumImages() int { return im.c.Size() }
 // Fortran's, on a private duplicate of it).
 func (im *Images) Comm() *narma.Comm { return im.c }
 
+// ImageState is what IMAGE_STATUS says of an image.
+type ImageState int
+
+// The states of an image: failed once its transport declared its rank
+// failed. There is no STAT_STOPPED_IMAGE: an image that ended (Finalize)
+// while others run may look failed to them, as a rank that ended looks
+// to its peers on some transports.
+const (
+	ImageRunning ImageState = iota // IMAGE_STATUS 0
+	ImageFailed                    // STAT_FAILED_IMAGE
+)
+
+// String returns "running" or "failed".
+func (s ImageState) String() string {
+	if s == ImageFailed {
+		return "failed"
+	}
+	return "running"
+}
+
+// ImageStatus reports whether image has failed, as far as this image
+// knows: Fortran's IMAGE_STATUS(image+1).
+func (im *Images) ImageStatus(image int) (ImageState, error) {
+	const op = "coarray.ImageStatus"
+	if err := im.check(op); err != nil {
+		return ImageRunning, err
+	}
+	if err := im.checkImage(op, image); err != nil {
+		return ImageRunning, err
+	}
+	for _, r := range im.c.Failed() {
+		if r == image {
+			return ImageFailed, nil
+		}
+	}
+	return ImageRunning, nil
+}
+
+// FailedImages returns the images known to have failed, in order:
+// Fortran's FAILED_IMAGES() (with images numbered from 0).
+func (im *Images) FailedImages() []int {
+	if im == nil {
+		return nil
+	}
+	return im.c.Failed()
+}
+
 // SyncMemory completes every put this image issued, at its target, and
 // makes this image's own stores to its blocks visible: Fortran's SYNC
 // MEMORY. It synchronizes with no other image: pair it with a message,

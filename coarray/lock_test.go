@@ -155,3 +155,28 @@ func TestLockStatus(t *testing.T) {
 		return errors.Join(errs...)
 	})
 }
+
+// TestImageStatus: with every image alive, IMAGE_STATUS says running and
+// FAILED_IMAGES is empty; an image outside the job is an error. (A
+// failed rank shows in Comm.Failed, which both read: the root package's
+// TestProcessPeerDeath and the engine's failure tests check that.)
+func TestImageStatus(t *testing.T) {
+	runImages(t, 3, func(ctx context.Context, im *Images) error {
+		for image := range 3 {
+			st, err := im.ImageStatus(image)
+			if err != nil || st != ImageRunning {
+				return fmt.Errorf("ImageStatus(%d): %v, %v", image, st, err)
+			}
+		}
+		if f := im.FailedImages(); len(f) != 0 {
+			return fmt.Errorf("FailedImages: %v", f)
+		}
+		if _, err := im.ImageStatus(3); !errors.Is(err, narma.ErrRank) {
+			return fmt.Errorf("ImageStatus(3): %v, want ErrRank", err)
+		}
+		if ImageFailed.String() != "failed" || ImageRunning.String() != "running" {
+			return fmt.Errorf("ImageState names %q, %q", ImageFailed, ImageRunning)
+		}
+		return nil
+	})
+}

@@ -236,6 +236,18 @@ func (c *Comm) srcFailed(src int) bool {
 // up.
 func (c *Comm) newFailure() bool { return c.nfailed.Load() > c.nacked.Load() }
 
+// Failed returns the ranks the transport declared failed so far, in
+// order, without acknowledging them (AckFailures does).
+func (c *Comm) Failed() []int {
+	var failed []int
+	for r := range c.failed {
+		if c.failed[r].Load() {
+			failed = append(failed, r)
+		}
+	}
+	return failed
+}
+
 // AckFailures acknowledges the failures of peers known so far and returns
 // the ranks that have failed, acknowledged before or now, in order. Waits
 // that any rank could end (AnySource, counters, signals) give up when a

@@ -160,6 +160,12 @@ func TestPeerFailureEndsWaits(t *testing.T) {
 			check("locked access to rank 2", err)
 			// Once the failure is acknowledged, wildcard waits wait for
 			// the living ranks again: rank 1's notice completes one.
+			if got := c0.Failed(); len(got) != 1 || got[0] != 2 {
+				t.Errorf("Failed() = %v, want [2]", got)
+			}
+			if !c0.newFailure() {
+				t.Error("Failed acknowledged the failure")
+			}
 			if got := c0.AckFailures(); len(got) != 1 || got[0] != 2 {
 				t.Errorf("AckFailures() = %v, want [2]", got)
 			}
