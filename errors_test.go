@@ -54,8 +54,8 @@ func badCalls(n int) []badCall {
 		{"Accumulate to rank n+3", "Accumulate", narma.ErrRank, []string{strconv.Itoa(n + 3)}, func(w *narma.Win[int64], _ *narma.Win[float64], n, _ int, _ []int64, _ []float64) error {
 			return w.Accumulate(one, n+3, 0, narma.Sum)
 		}},
-		{"GetAccumulate to rank -2", "GetAccumulate", narma.ErrRank, []string{"-2"}, func(w *narma.Win[int64], _ *narma.Win[float64], n, _ int, out []int64, _ []float64) error {
-			return w.GetAccumulate(one, out[:1], -2, 0, narma.Replace)
+		{"GetAccumulate to rank -3", "GetAccumulate", narma.ErrRank, []string{"-3"}, func(w *narma.Win[int64], _ *narma.Win[float64], n, _ int, out []int64, _ []float64) error {
+			return w.GetAccumulate(one, out[:1], -3, 0, narma.Replace) // (-2 is ProcNull)
 		}},
 		{"FetchAndOp to rank n", "FetchAndOp", narma.ErrRank, []string{N}, func(w *narma.Win[int64], _ *narma.Win[float64], n, _ int, _ []int64, _ []float64) error {
 			return w.FetchAndOp(1, &res, n, 0, narma.Sum)
