@@ -113,8 +113,8 @@ func scaled(v []int, size int) []int {
 	}
 	out := make([]int, len(v))
 	for i, x := range v {
-		if x > math.MaxInt/size {
-			x = -1 // would overflow: refused as negative
+		if x < 0 || x > math.MaxInt/size {
+			x = -1 // negative, or would overflow: refused
 		}
 		out[i] = x * size
 	}

@@ -248,9 +248,9 @@ func TestScan(t *testing.T) {
 }
 
 // TestMoreCollectiveErrors: arguments that every rank gets wrong are
-// refused before anything is sent, with the sentinel and the call's
-// name, and write nothing; a root whose blocks differ from what a rank
-// sends reports ErrCollective.
+// refused with the sentinel and the call's name, and write nothing; a
+// root whose blocks differ from what a rank sends reports
+// ErrCollective.
 func TestMoreCollectiveErrors(t *testing.T) {
 	const n = 3
 	run(t, n, func(c *narma.Comm) error {
@@ -274,7 +274,8 @@ func TestMoreCollectiveErrors(t *testing.T) {
 		if !slices.Equal(recv, []int64{-1, -1, -1, -1}) {
 			k.errorf("refused collectives wrote recv: %v", recv)
 		}
-		// The refused calls sent nothing: a valid collective still works.
+		// The refused calls left nothing behind: a valid collective still
+		// works.
 		sum := make([]int64, 1)
 		if err := narma.Scan(ctx, c, one, sum, narma.Sum); err != nil {
 			return err
@@ -282,8 +283,7 @@ func TestMoreCollectiveErrors(t *testing.T) {
 		if sum[0] != int64(me+1) {
 			k.errorf("Scan after refused collectives: %d, want %d", sum[0], me+1)
 		}
-		// Last, as the others' blocks stay unreceived: rank 2 sends two
-		// elements where the root's counts say one.
+		// Rank 2 sends two elements where the root's counts say one.
 		mine := []int64{int64(me)}
 		if me == 2 {
 			mine = []int64{2, 2}
@@ -338,5 +338,110 @@ func TestTypedSendRecv(t *testing.T) {
 			return fmt.Errorf("Irecv: %v, status %+v", s, st)
 		}
 		return nil
+	})
+}
+
+// TestCollectiveErrorRecovery: a collective that one rank refuses (a
+// root's recv or counts, one rank's Alltoall or Scan buffers) fails there
+// and with ErrCollective where the refusal shows, nobody waits for ever,
+// and the next collective of the same kind gets fresh data: nothing of
+// the failed one is left to be matched.
+func TestCollectiveErrorRecovery(t *testing.T) {
+	const n = 4
+	run(t, n, func(c *narma.Comm) error {
+		ctx, me := c.Context(), c.Rank()
+		k := newChecks(c)
+		mine := []int64{int64(me)}
+		// A root whose recv is too short.
+		short := make([]int64, 1)
+		err := narma.Gather(ctx, c, []int64{-1}, short, 1)
+		if me == 1 {
+			k.is("Gather into a short recv at the root", err, narma.ErrLayout, "Gather")
+		} else {
+			k.ok("Gather at a sender", err)
+		}
+		// A root whose counts are missing: the senders' blocks are taken in
+		// and dropped.
+		var all []int64
+		if me == 2 {
+			all = make([]int64, n)
+		}
+		err = narma.Gatherv(ctx, c, []int64{-2}, all, nil, nil, 2)
+		if me == 2 {
+			k.is("Gatherv without counts", err, narma.ErrLayout, "Gatherv")
+		} else {
+			k.ok("Gatherv at a sender", err)
+		}
+		// A root whose send is too short: every other rank is told.
+		got := []int64{-9}
+		err = narma.Scatter(ctx, c, make([]int64, n-1), got, 0)
+		if me == 0 {
+			k.is("Scatter of a short send", err, narma.ErrLayout, "Scatter")
+		} else {
+			k.is("Scatter from a root that refused", err, narma.ErrCollective, "Scatter")
+		}
+		// One rank's Alltoall buffers are wrong: it is refused, the ranks
+		// that expected its block hear of it.
+		send, recv := make([]int64, n), make([]int64, n)
+		if me == 3 {
+			recv = recv[:n-1]
+		}
+		err = narma.Alltoall(ctx, c, send, recv)
+		if me == 3 {
+			k.is("Alltoall with a short recv", err, narma.ErrLayout, "Alltoall")
+		} else {
+			k.is("Alltoall with a rank that refused", err, narma.ErrCollective, "Alltoall")
+		}
+		// Rank 1's Scan recv is wrong: ranks above it are told, rank 0 is not.
+		out := make([]int64, 1)
+		if me == 1 {
+			out = nil
+		}
+		err = narma.Scan(ctx, c, mine, out, narma.Sum)
+		switch {
+		case me == 0:
+			k.ok("Scan below the refusing rank", err)
+		case me == 1:
+			k.is("Scan into a short recv", err, narma.ErrLayout, "Scan")
+		default:
+			k.is("Scan above a rank that refused", err, narma.ErrCollective, "Scan")
+		}
+		// Each kind again, valid: fresh data everywhere.
+		var gathered []int64
+		if me == 1 {
+			gathered = make([]int64, n)
+		}
+		k.ok("Gather after a failed one", narma.Gather(ctx, c, mine, gathered, 1))
+		if me == 1 && !slices.Equal(gathered, []int64{0, 1, 2, 3}) {
+			k.errorf("Gather after a failed one: %v", gathered)
+		}
+		if me == 2 {
+			all = make([]int64, n)
+		}
+		k.ok("Gatherv after a failed one", narma.Gatherv(ctx, c, mine, all, []int{1, 1, 1, 1}, nil, 2))
+		if me == 2 && !slices.Equal(all, []int64{0, 1, 2, 3}) {
+			k.errorf("Gatherv after a failed one: %v", all)
+		}
+		k.ok("Scatter after a failed one", narma.Scatter(ctx, c, []int64{10, 11, 12, 13}, got, 0))
+		if got[0] != int64(10+me) {
+			k.errorf("Scatter after a failed one: %d, want %d", got[0], 10+me)
+		}
+		for d := range send {
+			send[d] = int64(me*10 + d)
+		}
+		recv = make([]int64, n)
+		k.ok("Alltoall after a failed one", narma.Alltoall(ctx, c, send, recv))
+		for s := range recv {
+			if recv[s] != int64(s*10+me) {
+				k.errorf("Alltoall after a failed one: %v", recv)
+				break
+			}
+		}
+		out = make([]int64, 1)
+		k.ok("Scan after a failed one", narma.Scan(ctx, c, mine, out, narma.Sum))
+		if out[0] != int64(me*(me+1)/2) {
+			k.errorf("Scan after a failed one: %d, want %d", out[0], me*(me+1)/2)
+		}
+		return k.err()
 	})
 }

@@ -86,6 +86,12 @@ func TestProcNull(t *testing.T) {
 		if _, err := req.Wait(ctx); err != nil {
 			return fmt.Errorf("Rput to ProcNull: %v", err)
 		}
+		if err := w.Flush(ctx, narma.ProcNull); err != nil {
+			return fmt.Errorf("Flush of ProcNull: %v", err)
+		}
+		if err := w.FlushLocal(ctx, narma.ProcNull); err != nil {
+			return fmt.Errorf("FlushLocal of ProcNull: %v", err)
+		}
 		if err := w.UnlockAll(ctx); err != nil {
 			return err
 		}

@@ -132,7 +132,8 @@ const (
 // completes at once and does nothing, and a Recv, Irecv, Probe or Iprobe
 // from it completes at once with Status{Source: ProcNull, Tag: AnyTag,
 // Count: 0}. Codes whose boundary ranks have no neighbour pass it instead
-// of testing. An RMA operation on ProcNull needs no epoch.
+// of testing. An RMA operation on ProcNull needs no epoch, is not checked
+// further, and a Flush or FlushLocal of ProcNull returns at once.
 const ProcNull = -2
 
 // AnySource, AnyTag and ProcNull are spelled out so that the

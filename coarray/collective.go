@@ -18,19 +18,20 @@ import (
 type CollectiveOption func(*collConfig)
 
 type collConfig struct {
-	resultImage int // -1: every image
+	resultImage int
+	toOne       bool // resultImage was given
 }
 
 // ResultImage leaves the result on image only, Fortran's RESULT_IMAGE
 // argument (ResultImage(i) is RESULT_IMAGE=i+1). The other images' slices
 // are left as they were, where Fortran makes them undefined.
 func ResultImage(image int) CollectiveOption {
-	return func(c *collConfig) { c.resultImage = image }
+	return func(c *collConfig) { c.resultImage, c.toOne = image, true }
 }
 
 // collective applies opts and checks im and the result image.
 func (im *Images) collective(op string, opts []CollectiveOption) (collConfig, error) {
-	cfg := collConfig{resultImage: -1}
+	var cfg collConfig
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -39,7 +40,7 @@ func (im *Images) collective(op string, opts []CollectiveOption) (collConfig, er
 	if err := im.check(op); err != nil {
 		return cfg, err
 	}
-	if cfg.resultImage != -1 {
+	if cfg.toOne {
 		if err := im.checkImage(op, cfg.resultImage); err != nil {
 			return cfg, err
 		}
@@ -79,7 +80,7 @@ func coOp[T narma.Elem](ctx context.Context, im *Images, op string, a []T, o nar
 	if err != nil {
 		return err
 	}
-	if cfg.resultImage < 0 {
+	if !cfg.toOne {
 		return im.wrap(op, narma.Allreduce(ctx, im.priv, a, a, o))
 	}
 	var recv []T
@@ -117,11 +118,11 @@ func CoReduce[T narma.Elem](ctx context.Context, im *Images, a []T, f func(x, y 
 	}
 	n, me := im.NumImages(), im.ThisImage()
 	var all []T
-	if cfg.resultImage < 0 || me == cfg.resultImage {
+	if !cfg.toOne || me == cfg.resultImage {
 		all = make([]T, n*len(a))
 	}
 	var gerr error
-	if cfg.resultImage < 0 {
+	if !cfg.toOne {
 		gerr = narma.Allgather(ctx, im.priv, a, all)
 	} else {
 		gerr = narma.Gather(ctx, im.priv, a, all, cfg.resultImage)

@@ -113,6 +113,7 @@ func TestCollectiveErrors(t *testing.T) {
 		a := []int64{1}
 		wantErr(t, "CoSum to image 2", CoSum(ctx, im, a, ResultImage(2)), narma.ErrRank)
 		wantErr(t, "CoMin to image -2", CoMin(ctx, im, a, ResultImage(-2)), narma.ErrRank)
+		wantErr(t, "CoMax to image -1", CoMax(ctx, im, a, ResultImage(-1)), narma.ErrRank)
 		wantErr(t, "CoBroadcast from image 5", CoBroadcast(ctx, im, a, 5), narma.ErrRank)
 		wantErr(t, "CoReduce with a nil operation", CoReduce(ctx, im, a, nil), narma.ErrInvalid)
 		if a[0] != 1 {

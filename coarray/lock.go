@@ -40,7 +40,7 @@ func (l *Lock) Lock(ctx context.Context, image int) error {
 			return err
 		}
 		if ok {
-			return l.a.obj.im.SyncMemory(ctx)
+			return l.acquired(ctx, op, image)
 		}
 		if err := ctx.Err(); err != nil {
 			return l.a.obj.im.errorf(op, err, "waiting for the lock on image %d", image)
@@ -56,11 +56,30 @@ func (l *Lock) Lock(ctx context.Context, image int) error {
 // TryLock takes the lock on image if it is free and reports whether it
 // did: LOCK(l[image+1], ACQUIRED_LOCK=ok).
 func (l *Lock) TryLock(ctx context.Context, image int) (bool, error) {
-	ok, err := l.try("coarray.Lock.TryLock", image)
+	const op = "coarray.Lock.TryLock"
+	ok, err := l.try(op, image)
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, l.a.obj.im.SyncMemory(ctx)
+	if err := l.acquired(ctx, op, image); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// acquired completes taking the lock on image: this image's view of
+// memory catches up (SyncMemory, which ctx's end does not interrupt: the
+// lock is taken). If that fails, the lock is given back, so that an
+// error never leaves it held.
+func (l *Lock) acquired(ctx context.Context, op string, image int) error {
+	im := l.a.obj.im
+	err := im.SyncMemory(context.WithoutCancel(ctx))
+	if err == nil {
+		return nil
+	}
+	me := int64(im.ThisImage() + 1)
+	_, _ = AtomicCAS(l.a, image, 0, me, 0)
+	return im.errorf(op, err, "taking the lock on image %d", image)
 }
 
 func (l *Lock) try(op string, image int) (bool, error) {

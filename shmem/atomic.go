@@ -43,7 +43,7 @@ func AtomicSwap[T Int](ctx context.Context, w *World, dst Sym[T], v T, pe int) (
 // returns the previous value (equal to cond if the swap happened).
 func AtomicCompareSwap[T Int](ctx context.Context, w *World, dst Sym[T], cond, v T, pe int) (T, error) {
 	var zero T
-	if err := w.ok("AtomicCompareSwap"); err != nil {
+	if err := w.okPE("AtomicCompareSwap", pe); err != nil {
 		return zero, err
 	}
 	if err := dst.elem(w, "AtomicCompareSwap"); err != nil {
@@ -116,7 +116,7 @@ func AtomicFetchXor[T Int](ctx context.Context, w *World, dst Sym[T], v T, pe in
 // fetchOp applies op with v to dst on pe and returns the previous value.
 func fetchOp[T Int](ctx context.Context, w *World, name string, dst Sym[T], v T, pe int, op narma.Op) (T, error) {
 	var zero T
-	if err := w.ok(name); err != nil {
+	if err := w.okPE(name, pe); err != nil {
 		return zero, err
 	}
 	if err := dst.elem(w, name); err != nil {
@@ -136,7 +136,7 @@ func fetchOp[T Int](ctx context.Context, w *World, name string, dst Sym[T], v T,
 // the view's sink: FetchAndOp copies its operand, where Accumulate would
 // need v to stay in a buffer until the flush.
 func nonFetchOp[T Int](ctx context.Context, w *World, name string, dst Sym[T], v T, pe int, op narma.Op) error {
-	if err := w.ok(name); err != nil {
+	if err := w.okPE(name, pe); err != nil {
 		return err
 	}
 	if err := dst.elem(w, name); err != nil {

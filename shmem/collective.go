@@ -2,6 +2,7 @@ package shmem
 
 import (
 	"context"
+	"math"
 
 	"github.com/narma-rma/narma"
 )
@@ -138,15 +139,15 @@ func Alltoalls[T narma.Elem](ctx context.Context, w *World, dest, source Sym[T],
 	if err := collArgs(w, op, dest, source); err != nil {
 		return err
 	}
-	if dst < 1 || sst < 1 || nelems < 0 {
+	if dst < 1 || sst < 1 || nelems < 0 || nelems > math.MaxInt/w.n {
 		return w.opErr(op, narma.ErrInvalid, "strides %d and %d, %d elements", dst, sst, nelems)
 	}
 	total := w.n * nelems
 	if total > 0 {
-		if err := dest.span(w, op, dst*(total-1)+1); err != nil {
+		if err := stridedSpan(w, op, dest, dst, total); err != nil {
 			return err
 		}
-		if err := source.span(w, op, sst*(total-1)+1); err != nil {
+		if err := stridedSpan(w, op, source, sst, total); err != nil {
 			return err
 		}
 	}
@@ -173,7 +174,7 @@ func Fcollect[T narma.Elem](ctx context.Context, w *World, dest, source Sym[T], 
 	if err := collArgs(w, op, dest, source); err != nil {
 		return err
 	}
-	if nelems < 0 {
+	if nelems < 0 || nelems > math.MaxInt/w.n {
 		return w.opErr(op, narma.ErrInvalid, "%d elements", nelems)
 	}
 	if err := source.span(w, op, nelems); err != nil {
@@ -228,6 +229,15 @@ func Collect[T narma.Elem](ctx context.Context, w *World, dest, source Sym[T], n
 	}
 	if err := narma.Alltoallv(ctx, w.priv, source.Local(w)[:nelems], repeat(nelems, w.n), make([]int, w.n), dest.Local(w)[:total], rcounts, rdispls); err != nil {
 		return w.wrap(op, err)
+	}
+	return nil
+}
+
+// stridedSpan checks that n elements at stride lie in s (n > 0),
+// without overflow.
+func stridedSpan[T narma.Elem](w *World, op string, s Sym[T], stride, n int) error {
+	if n-1 > (s.Len()-1)/stride || s.Len() == 0 {
+		return w.opErr(op, narma.ErrBounds, "%d elements at stride %d in %v", n, stride, s)
 	}
 	return nil
 }

@@ -129,6 +129,9 @@ func putCT[T narma.Elem](ct *CT, op string, dst Sym[T], src []T, pe int) error {
 	if err := ct.ok(op); err != nil {
 		return err
 	}
+	if err := ct.w.okPE(op, pe); err != nil {
+		return err
+	}
 	if err := dst.span(ct.w, op, len(src)); err != nil {
 		return err
 	}

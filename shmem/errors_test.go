@@ -54,6 +54,11 @@ func TestMisuse(t *testing.T) {
 			{"AtomicCompareSwap on PE -1", func() error { _, err := AtomicCompareSwap(ctx, w, x.At(0), 0, 1, -1); return err }(), narma.ErrRank},
 			{"PutCT to PE n", PutCT(ctx, ct, x, one, n), narma.ErrRank},
 			{"PutSignal to PE n", PutSignal(ctx, w, x, one, sig.At(0), 1, SignalAdd, n), narma.ErrRank},
+			// narma's null rank is no PE.
+			{"PutNBI to narma.ProcNull", PutNBI(w, x, one, narma.ProcNull), narma.ErrRank},
+			{"PutCTNBI to narma.ProcNull", PutCTNBI(ct, x, one, narma.ProcNull), narma.ErrRank},
+			{"AtomicAdd on narma.ProcNull", AtomicAdd(ctx, w, x.At(0), 1, narma.ProcNull), narma.ErrRank},
+			{"IGet from narma.ProcNull", IGet(ctx, w, []int64{0}, x, 1, 1, 1, narma.ProcNull), narma.ErrRank},
 			{"Barrier with PE n", w.Barrier(ctx, []int{me, n}), narma.ErrRank},
 			// Transfers longer than their symmetric object.
 			{"Put of 5 into 4", Put(ctx, w, x, make([]int64, 5), 0), narma.ErrBounds},

@@ -42,7 +42,9 @@ func tryLock(ctx context.Context, w *World, op string, lock Sym[int64]) (bool, e
 		return false, err
 	}
 	me := int64(w.me + 1)
-	old, err := AtomicCompareSwap(ctx, w, lock, 0, me, lockPE)
+	// Not cut short by ctx: the swap may take the lock, and must then
+	// be known to have.
+	old, err := AtomicCompareSwap(context.WithoutCancel(ctx), w, lock, 0, me, lockPE)
 	if err != nil {
 		return false, err
 	}

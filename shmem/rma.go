@@ -24,7 +24,7 @@ func PutNBI[T narma.Elem](w *World, dst Sym[T], src []T, pe int) error {
 }
 
 func put[T narma.Elem](w *World, op string, dst Sym[T], src []T, pe int) error {
-	if err := w.ok(op); err != nil {
+	if err := w.okPE(op, pe); err != nil {
 		return err
 	}
 	if err := dst.span(w, op, len(src)); err != nil {
@@ -50,7 +50,7 @@ func GetNBI[T narma.Elem](w *World, dst []T, src Sym[T], pe int) error {
 }
 
 func get[T narma.Elem](w *World, op string, dst []T, src Sym[T], pe int) error {
-	if err := w.ok(op); err != nil {
+	if err := w.okPE(op, pe); err != nil {
 		return err
 	}
 	if err := src.span(w, op, len(dst)); err != nil {
@@ -62,7 +62,7 @@ func get[T narma.Elem](w *World, op string, dst []T, src Sym[T], pe int) error {
 // P writes v into the element dst on PE pe (shmem_p); dst must be one
 // element (At). Like Put, it returns with the value in place.
 func P[T narma.Elem](ctx context.Context, w *World, dst Sym[T], v T, pe int) error {
-	if err := w.ok("P"); err != nil {
+	if err := w.okPE("P", pe); err != nil {
 		return err
 	}
 	if err := dst.elem(w, "P"); err != nil {
@@ -80,7 +80,7 @@ func P[T narma.Elem](ctx context.Context, w *World, dst Sym[T], v T, pe int) err
 // one element (At).
 func G[T narma.Elem](ctx context.Context, w *World, src Sym[T], pe int) (T, error) {
 	var zero T
-	if err := w.ok("G"); err != nil {
+	if err := w.okPE("G", pe); err != nil {
 		return zero, err
 	}
 	if err := src.elem(w, "G"); err != nil {

@@ -38,7 +38,7 @@ func PutSignalNBI[T narma.Elem](w *World, dst Sym[T], src []T, sig Sym[uint64], 
 }
 
 func putSignal[T narma.Elem](w *World, name string, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
-	if err := w.ok(name); err != nil {
+	if err := w.okPE(name, pe); err != nil {
 		return err
 	}
 	if err := dst.span(w, name, len(src)); err != nil {

@@ -12,6 +12,9 @@ import (
 // elements in place, as Put does. Strides are at least 1.
 func IPut[T narma.Elem](ctx context.Context, w *World, dest Sym[T], src []T, dst, sst, nelems, pe int) error {
 	const op = "IPut"
+	if err := w.okPE(op, pe); err != nil {
+		return err
+	}
 	if err := stridedArgs(w, op, dest, len(src), dst, sst, nelems); err != nil {
 		return err
 	}
@@ -31,6 +34,9 @@ func IPut[T narma.Elem](ctx context.Context, w *World, dest Sym[T], src []T, dst
 // filled.
 func IGet[T narma.Elem](ctx context.Context, w *World, dest []T, source Sym[T], dst, sst, nelems, pe int) error {
 	const op = "IGet"
+	if err := w.okPE(op, pe); err != nil {
+		return err
+	}
 	if err := stridedArgs(w, op, source, len(dest), sst, dst, nelems); err != nil {
 		return err
 	}
@@ -60,11 +66,11 @@ func stridedArgs[T narma.Elem](w *World, op string, sym Sym[T], n, symStride, lo
 	if nelems == 0 {
 		return nil
 	}
-	if err := sym.span(w, op, symStride*(nelems-1)+1); err != nil {
+	if err := stridedSpan(w, op, sym, symStride, nelems); err != nil {
 		return err
 	}
-	if need := localStride*(nelems-1) + 1; n < need {
-		return w.opErr(op, narma.ErrBounds, "%d elements at stride %d need %d, the local slice has %d", nelems, localStride, need, n)
+	if n == 0 || nelems-1 > (n-1)/localStride {
+		return w.opErr(op, narma.ErrBounds, "%d elements at stride %d do not fit a local slice of %d", nelems, localStride, n)
 	}
 	return nil
 }

@@ -260,3 +260,15 @@ func (w *World) checkSpan(off, n int) error {
 
 // forget drops the spans checkSpan remembers, when an object is freed.
 func (w *World) forget() { w.valid = [4]span{} }
+
+// okPE is ok for a call aimed at PE pe, which must be one of the job's
+// (narma's null rank is not a PE).
+func (w *World) okPE(op string, pe int) error {
+	if err := w.ok(op); err != nil {
+		return err
+	}
+	if pe < 0 || pe >= w.n {
+		return w.opErr(op, narma.ErrRank, "PE %d not in [0, %d)", pe, w.n)
+	}
+	return nil
+}

@@ -8,12 +8,24 @@ import (
 
 // Rooted collectives: one rank, the root, combines, collects or hands
 // out. Lengths are in bytes here; package narma counts elements.
+//
+// Arguments that only the root uses (its recv, its counts) are checked
+// there, and a root that refuses them still takes part: it takes in what
+// the others send, or sends them empty blocks, which they refuse with
+// ErrCollective. So no rank waits for ever and no message is left over
+// to be matched by the next collective.
 
 const (
 	tagReduceRoot = 500
 	tagGather     = 600
 	tagScatter    = 700
 )
+
+// drain takes in and drops the collective message from src with tag,
+// whatever its length: the caller is failing the collective.
+func (c *Comm) drain(ctx context.Context, op string, src, tag int) {
+	_, _ = c.recv(ctx, op, c.coll, nil, src, tag)
+}
 
 // Reduce combines send from every rank element-wise with o and leaves
 // the result in recv on root; recv is not used elsewhere (it may be
@@ -30,9 +42,6 @@ func (c *Comm) Reduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.
 	if err := checkReduceArgs(op, c.rank, t, o, len(send)); err != nil {
 		return err
 	}
-	if c.rank == root && len(recv) != len(send) {
-		return opErr(op, c.rank, ErrLayout, "recv has %d bytes, send %d", len(recv), len(send))
-	}
 	n := c.size
 	vr := (c.rank - root + n) % n
 	acc := make([]byte, len(send))
@@ -48,6 +57,9 @@ func (c *Comm) Reduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.
 			}
 			mem.Apply(o, t, acc, tmp)
 		}
+	}
+	if len(recv) != len(send) {
+		return opErr(op, c.rank, ErrLayout, "recv has %d bytes, send %d", len(recv), len(send))
 	}
 	copy(recv, acc)
 	return nil
@@ -81,10 +93,11 @@ func (c *Comm) blocks(op, what string, counts, displs []int, size int) ([][2]int
 // rank r's block at r*len(send); recv is not used elsewhere.
 func (c *Comm) Gather(ctx context.Context, send, recv []byte, root int) error {
 	const op = "Gather"
+	var bad error
 	if c.rank == root && len(recv) != len(send)*c.size {
-		return opErr(op, c.rank, ErrLayout, "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
+		bad = opErr(op, c.rank, ErrLayout, "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
 	}
-	return c.gather(ctx, op, send, recv, nil, root)
+	return c.gather(ctx, op, send, recv, nil, bad, root)
 }
 
 // Gatherv collects send from every rank into recv on root, rank r's
@@ -93,23 +106,18 @@ func (c *Comm) Gather(ctx context.Context, send, recv []byte, root int) error {
 func (c *Comm) Gatherv(ctx context.Context, send, recv []byte, counts, displs []int, root int) error {
 	const op = "Gatherv"
 	var blks [][2]int
-	if c.rank == root && root >= 0 && root < c.size {
-		var err error
-		if counts == nil {
-			counts = []int{} // (an error below, not packed blocks of nothing)
-		}
-		if blks, err = c.blocks(op, "recv", counts, displs, len(recv)); err != nil {
-			return err
-		}
-		if len(send) != counts[root] {
-			return opErr(op, c.rank, ErrLayout, "send has %d bytes, counts[%d] says %d", len(send), root, counts[root])
+	var bad error
+	if c.rank == root {
+		if blks, bad = c.blocks(op, "recv", counts, displs, len(recv)); bad == nil && len(send) != counts[root] {
+			bad = opErr(op, c.rank, ErrLayout, "send has %d bytes, counts[%d] says %d", len(send), root, counts[root])
 		}
 	}
-	return c.gather(ctx, op, send, recv, blks, root)
+	return c.gather(ctx, op, send, recv, blks, bad, root)
 }
 
-// gather is Gather (blks nil: equal blocks) and Gatherv.
-func (c *Comm) gather(ctx context.Context, op string, send, recv []byte, blks [][2]int, root int) error {
+// gather is Gather (blks nil: equal blocks) and Gatherv; bad is the
+// root's refusal of its arguments.
+func (c *Comm) gather(ctx context.Context, op string, send, recv []byte, blks [][2]int, bad error, root int) error {
 	if err := ctx.Err(); err != nil {
 		return c.ctxErr(op, c.stopErr(ctx))
 	}
@@ -119,6 +127,14 @@ func (c *Comm) gather(ctx context.Context, op string, send, recv []byte, blks []
 	if c.rank != root {
 		return c.csend(op, send, root, tagGather)
 	}
+	if bad != nil {
+		for r := range c.size {
+			if r != root {
+				c.drain(ctx, op, r, tagGather)
+			}
+		}
+		return bad
+	}
 	block := func(r int) []byte {
 		if blks == nil {
 			return recv[r*len(send) : (r+1)*len(send)]
@@ -126,25 +142,28 @@ func (c *Comm) gather(ctx context.Context, op string, send, recv []byte, blks []
 		return recv[blks[r][0]:blks[r][1]]
 	}
 	copy(block(root), send)
+	var first error
 	for r := range c.size {
 		if r == root {
 			continue
 		}
-		if err := c.crecv(ctx, op, block(r), r, tagGather); err != nil {
-			return err
+		// Every block is taken in, even after one was refused.
+		if err := c.crecv(ctx, op, block(r), r, tagGather); err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
 // Scatter hands block r of root's send (Size blocks of len(recv) bytes)
 // to rank r's recv; send is not used elsewhere.
 func (c *Comm) Scatter(ctx context.Context, send, recv []byte, root int) error {
 	const op = "Scatter"
+	var bad error
 	if c.rank == root && len(send) != len(recv)*c.size {
-		return opErr(op, c.rank, ErrLayout, "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
+		bad = opErr(op, c.rank, ErrLayout, "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
 	}
-	return c.scatter(ctx, op, send, recv, nil, root)
+	return c.scatter(ctx, op, send, recv, nil, bad, root)
 }
 
 // Scatterv hands counts[r] bytes of root's send at displs[r] (nil displs:
@@ -153,23 +172,19 @@ func (c *Comm) Scatter(ctx context.Context, send, recv []byte, root int) error {
 func (c *Comm) Scatterv(ctx context.Context, send []byte, counts, displs []int, recv []byte, root int) error {
 	const op = "Scatterv"
 	var blks [][2]int
-	if c.rank == root && root >= 0 && root < c.size {
-		var err error
-		if counts == nil {
-			counts = []int{}
-		}
-		if blks, err = c.blocks(op, "send", counts, displs, len(send)); err != nil {
-			return err
-		}
-		if len(recv) != counts[root] {
-			return opErr(op, c.rank, ErrLayout, "recv has %d bytes, counts[%d] says %d", len(recv), root, counts[root])
+	var bad error
+	if c.rank == root {
+		if blks, bad = c.blocks(op, "send", counts, displs, len(send)); bad == nil && len(recv) != counts[root] {
+			bad = opErr(op, c.rank, ErrLayout, "recv has %d bytes, counts[%d] says %d", len(recv), root, counts[root])
 		}
 	}
-	return c.scatter(ctx, op, send, recv, blks, root)
+	return c.scatter(ctx, op, send, recv, blks, bad, root)
 }
 
-// scatter is Scatter (blks nil: equal blocks) and Scatterv.
-func (c *Comm) scatter(ctx context.Context, op string, send, recv []byte, blks [][2]int, root int) error {
+// scatter is Scatter (blks nil: equal blocks) and Scatterv; bad is the
+// root's refusal of its arguments, after which it sends every rank an
+// empty block.
+func (c *Comm) scatter(ctx context.Context, op string, send, recv []byte, blks [][2]int, bad error, root int) error {
 	if err := ctx.Err(); err != nil {
 		return c.ctxErr(op, c.stopErr(ctx))
 	}
@@ -180,7 +195,10 @@ func (c *Comm) scatter(ctx context.Context, op string, send, recv []byte, blks [
 		return c.crecv(ctx, op, recv, root, tagScatter)
 	}
 	block := func(r int) []byte {
-		if blks == nil {
+		switch {
+		case bad != nil:
+			return nil
+		case blks == nil:
 			return send[r*len(recv) : (r+1)*len(recv)]
 		}
 		return send[blks[r][0]:blks[r][1]]
@@ -190,6 +208,9 @@ func (c *Comm) scatter(ctx context.Context, op string, send, recv []byte, blks [
 		if err := c.csend(op, block(r), r, tagScatter); err != nil {
 			return err
 		}
+	}
+	if bad != nil {
+		return bad
 	}
 	copy(recv, block(root))
 	return nil

@@ -284,6 +284,9 @@ func (w *Win) flushOne(ctx context.Context, name string, target int, local bool)
 	if err := w.check(name); err != nil {
 		return err
 	}
+	if target == ProcNull {
+		return nil // nothing was issued to it
+	}
 	if err := w.c.checkRank(name, target); err != nil {
 		return err
 	}

@@ -41,8 +41,8 @@ func fabricConfig() (fabric.Config, error) {
 	}
 	if v := os.Getenv("NARMA_FABRIC_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return cfg, fmt.Errorf("NARMA_FABRIC_TIMEOUT=%q: want a positive duration such as 30s", v)
+		if err != nil || d < 10*time.Millisecond {
+			return cfg, fmt.Errorf("NARMA_FABRIC_TIMEOUT=%q: want a duration of at least 10ms, such as 30s", v)
 		}
 		cfg.Timeout = d
 	}

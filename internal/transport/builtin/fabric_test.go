@@ -21,7 +21,7 @@ func TestFabricTimeout(t *testing.T) {
 	if cfg, err = fabricConfig(); err != nil || cfg.Timeout != 2500*time.Millisecond {
 		t.Fatalf("2500ms: %v, %v", cfg.Timeout, err)
 	}
-	for _, bad := range []string{"30", "-1s", "0s", "soon"} {
+	for _, bad := range []string{"30", "-1s", "0s", "1ns", "soon"} {
 		t.Setenv("NARMA_FABRIC_TIMEOUT", bad)
 		if _, err := fabricConfig(); err == nil || !strings.Contains(err.Error(), "NARMA_FABRIC_TIMEOUT") {
 			t.Errorf("%q: error %v, want one naming NARMA_FABRIC_TIMEOUT", bad, err)

@@ -277,5 +277,7 @@ func (e *Endpoint) await(ctx context.Context, p *peer, done func() bool) error {
 			e.prog.idleWait(start)
 		}
 	}
-	return nil
+	// Done because the peer failed and its operations were failed with
+	// it: that is no success.
+	return p.err()
 }

@@ -43,7 +43,7 @@ func (p *peer) heard() {
 // heartbeat visits the peers until the endpoint closes.
 func (e *Endpoint) heartbeat() {
 	defer close(e.beatDone)
-	every := e.timeout / 5
+	every := max(e.timeout/5, time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	beats := make([]beat, e.size)
@@ -72,10 +72,17 @@ func (e *Endpoint) visit(p *peer, b *beat, now time.Time) {
 		return
 	}
 	if silent := now.Sub(b.heardAt); silent > e.timeout {
+		// This process may have been the one that stalled (a long GC,
+		// an oversubscribed host): read what arrived first.
+		e.Poll()
+		if p.alive.Swap(false) {
+			b.heardAt = now
+			return
+		}
 		e.fail(p, fmt.Errorf("fabric: rank %d silent for %v: %w", p.rank, silent.Round(time.Millisecond), transport.ErrPeer))
 		e.dropQueue(p, p.err())
 		return
 	}
-	// Unordered: a ping need not wait behind queued notices.
+	// Not ordered after data (it may still queue behind a notice).
 	_ = e.sendMsg(p, &msg{kind: msgPing}, nil, nil, false)
 }

@@ -166,6 +166,9 @@ func (t *opTable) add(p *peer, cl class, c *transport.Completion, waits int) *op
 	t.slots[slot] = o
 	t.mu.Unlock()
 	p.inflight.Add(1)
+	if !p.known.Load() {
+		p.known.Store(true) // watched by the heartbeat from now on
+	}
 	if c != nil {
 		c.Add(1)
 	}
