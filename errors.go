@@ -35,8 +35,9 @@ var (
 	// ErrLock: lock misuse (unlock without lock, a second lock on the
 	// same target).
 	ErrLock = engine.ErrLock
-	// ErrGroup: an invalid PSCW group (rank out of range, duplicates), or
-	// a group mismatch.
+	// ErrGroup: an invalid group (a PSCW group, or a group or list of
+	// ranks of Group, Create: a rank listed twice, a rank outside the
+	// communicator), or a group mismatch.
 	ErrGroup = engine.ErrGroup
 	// ErrAssert: an assertion the call could check was false (NoPrecede
 	// on a fence that closes operations).

@@ -157,3 +157,37 @@ func ExampleGatherv() {
 	// [0 10 11 20 21 22]
 	// <nil>
 }
+
+// A 2 x 3 process grid: row and column communicators made by Split, a
+// sum along each row, and a broadcast down each column from row 0.
+func ExampleComm_Split() {
+	const rows, cols = 2, 3
+	err := narma.Run(rows*cols, func(c *narma.Comm) error {
+		ctx, me := c.Context(), c.Rank()
+		row, err := c.Split(ctx, me/cols, me%cols) // ranks of one row, by column
+		if err != nil {
+			return err
+		}
+		col, err := c.Split(ctx, me%cols, me/cols) // ranks of one column, by row
+		if err != nil {
+			return err
+		}
+		sum := []int64{0}
+		if err := narma.Allreduce(ctx, row, []int64{int64(me)}, sum, narma.Sum); err != nil {
+			return err
+		}
+		top := []int64{sum[0]}
+		if err := narma.Bcast(ctx, col, top, 0); err != nil {
+			return err
+		}
+		if me == cols*rows-1 {
+			fmt.Printf("rank %d: %d of %d in its row, %d of %d in its column; row sum %d, row 0's %d\n",
+				me, row.Rank(), row.Size(), col.Rank(), col.Size(), sum[0], top[0])
+		}
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// rank 5: 2 of 3 in its row, 1 of 2 in its column; row sum 12, row 0's 3
+	// <nil>
+}

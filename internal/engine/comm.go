@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
 
@@ -16,14 +15,22 @@ const (
 	amMsg transport.AMID = 1 // two-sided message: hdr = msgHeader
 )
 
-// Comm is one rank's communicator: a message context on the engine state
-// of a rank (its core). Dup makes more communicators over the same core,
-// each with its own contexts, as MPI_Comm_dup does, so that a library's
-// messages never match the application's.
+// Comm is one rank's communicator: some or all of the job's ranks, and a
+// message context, on the engine state of a rank (its core). Dup, Split
+// and Create make more communicators over the same core, each with its
+// own contexts, as MPI_Comm_dup, MPI_Comm_split and MPI_Comm_create do,
+// so that a library's messages never match the application's.
+//
+// Every rank a Comm's methods take or return is a rank of the
+// communicator; the transport's ranks are the job's, and jobRank and
+// commRank translate at the transport's calls and handlers.
 type Comm struct {
 	*core
-	user uint8 // context of this communicator's two-sided messages
-	coll uint8 // context of its collectives
+	rank int    // this rank's number in the communicator
+	size int    // the communicator's number of ranks
+	grp  *group // its ranks among the job's; nil for the job's own
+	user ctxID  // context of this communicator's two-sided messages
+	coll ctxID  // context of its collectives
 
 	winMu   sync.Mutex
 	nextWin uint32 // windows created on this communicator
@@ -52,10 +59,10 @@ type core struct {
 	spareMsgs  []*message                         // matched unexpected messages, with their small buffers, to reuse (c.mu)
 	spareRecv  atomic.Pointer[recvReq]            // a blocking receive's request, to reuse
 	spareHdr   atomic.Pointer[[msgHeaderLen]byte] // a message header, to reuse
-	nextCtx    int                                // next free message context (Dup)
+	nextCtx    int                                // next free message context (newContexts)
 
 	winsMu sync.Mutex
-	wins   map[uint32]*Win
+	wins   map[uint64]*Win          // by id: the creating communicator's context, and its count of windows
 	byKey  atomic.Pointer[keyTable] // windows by key, for notices; copy-on-write under winsMu
 
 	sleepers atomic.Int32 // goroutines asleep in wait, to be woken by wake
@@ -98,7 +105,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		size:     ep.Size(),
 		abort:    abort,
 		abortErr: abortErr,
-		wins:     make(map[uint32]*Win),
+		wins:     make(map[uint64]*Win),
 		failed:   make([]atomic.Bool, ep.Size()),
 		nextCtx:  2,
 	}
@@ -117,7 +124,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		k.closing = make(chan struct{})
 		go k.wakeOnAbort()
 	}
-	c := &Comm{core: k, user: 0, coll: 1}
+	c := &Comm{core: k, rank: k.rank, size: k.size, user: 0, coll: 1}
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	if p, ok := ep.(transport.Placer); ok {
 		p.SetAMPlacer(amMsg, (*msgPlacer)(c))
@@ -128,34 +135,14 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 }
 
 // Dup returns a new communicator with the same ranks and its own message
-// contexts, collectively: every rank must call Dup on the same
-// communicators in the same order. Closing a duplicate does nothing; the
-// rank's endpoint lives as long as the original.
+// contexts, collectively: every rank of c calls it. Closing a duplicate
+// does nothing; the rank's endpoint lives as long as the original.
 func (c *Comm) Dup(ctx context.Context) (*Comm, error) {
-	c.mu.Lock()
-	n := c.nextCtx
-	if n+1 > 255 {
-		c.mu.Unlock()
-		return nil, opErr("Dup", c.rank, ErrInvalidArgs, "out of message contexts")
-	}
-	c.nextCtx += 2
-	c.mu.Unlock()
-	// All ranks must agree on the contexts: they do if they call Dup in
-	// the same order, which this barrier on the parent also checks in
-	// passing (a rank that skipped a Dup would deadlock here instead of
-	// mismatching messages silently... so verify explicitly).
-	var mine [1]int64
-	mine[0] = int64(n)
-	all := make([]int64, c.size)
-	if err := c.Allgather(ctx, mem.Bytes(mine[:]), mem.Bytes(all)); err != nil {
+	id, _, err := c.newContexts(ctx, "Dup", nil)
+	if err != nil {
 		return nil, err
 	}
-	for r, v := range all {
-		if v != int64(n) {
-			return nil, opErr("Dup", c.rank, ErrCollective, "rank %d is at context %d, this rank at %d", r, v, n)
-		}
-	}
-	return &Comm{core: c.core, user: uint8(n), coll: uint8(n + 1)}, nil
+	return &Comm{core: c.core, rank: c.rank, size: c.size, grp: c.grp, user: id, coll: id + 1}, nil
 }
 
 // Rank returns the calling rank, in [0, Size).
@@ -167,7 +154,8 @@ func (c *Comm) Size() int { return c.size }
 // Caps returns the transport's capabilities (for tools and benchmarks).
 func (c *Comm) Caps() transport.Caps { return c.ep.Caps() }
 
-// Close releases the rank's endpoint; on a duplicate it does nothing.
+// Close releases the rank's endpoint; on a communicator made from
+// another it does nothing.
 func (c *Comm) Close() error {
 	if c.user != 0 {
 		return nil
@@ -213,7 +201,7 @@ func (c *Comm) handleFailure(peer int, err error) {
 
 // peerFailed reports whether the transport declared rank r failed.
 func (c *Comm) peerFailed(r int) bool {
-	return r >= 0 && r < len(c.failed) && c.failed[r].Load()
+	return r >= 0 && r < c.size && c.failed[c.jobRank(r)].Load()
 }
 
 // anyFailed reports whether the transport declared any peer failed.
@@ -236,12 +224,12 @@ func (c *Comm) srcFailed(src int) bool {
 // up.
 func (c *Comm) newFailure() bool { return c.nfailed.Load() > c.nacked.Load() }
 
-// Failed returns the ranks the transport declared failed so far, in
+// Failed returns the ranks of c the transport declared failed so far, in
 // order, without acknowledging them (AckFailures does).
 func (c *Comm) Failed() []int {
 	var failed []int
-	for r := range c.failed {
-		if c.failed[r].Load() {
+	for r := range c.size {
+		if c.peerFailed(r) {
 			failed = append(failed, r)
 		}
 	}
@@ -249,7 +237,7 @@ func (c *Comm) Failed() []int {
 }
 
 // AckFailures acknowledges the failures of peers known so far and returns
-// the ranks that have failed, acknowledged before or now, in order. Waits
+// the ranks of c that have failed, acknowledged before or now, in order. Waits
 // that any rank could end (AnySource, counters, signals) give up when a
 // peer fails; after AckFailures they wait for the living ranks again,
 // until another peer fails (as MPI's fault-tolerance proposal, ULFM, has
@@ -259,20 +247,24 @@ func (c *Comm) AckFailures() []int {
 	c.ackMu.Lock()
 	defer c.ackMu.Unlock()
 	if c.acked == nil {
-		c.acked = make([]bool, c.size)
+		c.acked = make([]bool, len(c.failed))
 	}
-	var failed []int
 	n := int32(0)
-	for r := range c.failed {
-		if c.failed[r].Load() {
-			c.acked[r] = true
-			failed = append(failed, r)
+	for j := range c.failed {
+		if c.failed[j].Load() {
+			c.acked[j] = true
 		}
-		if c.acked[r] {
+		if c.acked[j] {
 			n++
 		}
 	}
 	c.nacked.Store(n)
+	var failed []int
+	for r := range c.size {
+		if c.acked[c.jobRank(r)] {
+			failed = append(failed, r)
+		}
+	}
 	return failed
 }
 
@@ -284,9 +276,12 @@ func (c *Comm) failedName(src int) string {
 	}
 	c.ackMu.Lock()
 	defer c.ackMu.Unlock()
-	for r := range c.failed {
-		if c.failed[r].Load() && (c.acked == nil || !c.acked[r]) {
-			return fmt.Sprintf("rank %d", r)
+	for j := range c.failed {
+		if c.failed[j].Load() && (c.acked == nil || !c.acked[j]) {
+			if r := c.commRank(j); r >= 0 {
+				return fmt.Sprintf("rank %d", r)
+			}
+			return fmt.Sprintf("rank %d of the job", j)
 		}
 	}
 	return "a rank"

@@ -75,6 +75,6 @@ func runOK(t testing.TB, cs []*Comm, f func(ctx context.Context, c *Comm) error)
 
 // The message contexts of a communicator made by New (Dup makes others).
 const (
-	ctxUser uint8 = 0
-	ctxColl uint8 = 1
+	ctxUser ctxID = 0
+	ctxColl ctxID = 1
 )

@@ -11,9 +11,9 @@ import (
 )
 
 // msgHdr builds a two-sided message header as send() does.
-func msgHdr(ctx uint8, tag int) []byte {
+func msgHdr(ctx ctxID, tag int) []byte {
 	var hdr [msgHeaderLen]byte
-	hdr[0] = ctx
+	binary.LittleEndian.PutUint16(hdr[0:2], uint16(ctx))
 	binary.LittleEndian.PutUint32(hdr[4:8], uint32(int32(tag)))
 	return hdr[:]
 }
@@ -39,13 +39,13 @@ type refMatcher struct {
 
 type refMsg struct {
 	src, tag int
-	ctx      uint8
+	ctx      ctxID
 	data     []byte
 }
 
 type refRecv struct {
 	src, tag  int
-	ctx       uint8
+	ctx       ctxID
 	blen      int
 	got       int // message id, -1 while unmatched
 	cancelled bool
@@ -118,7 +118,7 @@ func newMatchHarness(t testing.TB, size int) *matchHarness {
 	return &matchHarness{t: t, c: c}
 }
 
-func (h *matchHarness) arrive(src int, ctx uint8, tag, n int) {
+func (h *matchHarness) arrive(src int, ctx ctxID, tag, n int) {
 	id := len(h.ref.msgs)
 	p := msgPayload(id, n)
 	h.trace = append(h.trace, fmt.Sprintf("msg%d(src %d ctx %d tag %d len %d)", id, src, ctx, tag, n))
@@ -127,10 +127,10 @@ func (h *matchHarness) arrive(src int, ctx uint8, tag, n int) {
 	clear(p) // the transport does not let a handler retain the payload
 }
 
-func (h *matchHarness) post(src int, ctx uint8, tag, blen int) {
+func (h *matchHarness) post(src int, ctx ctxID, tag, blen int) {
 	h.trace = append(h.trace, fmt.Sprintf("recv%d(src %d ctx %d tag %d buf %d)", len(h.reqs), src, ctx, tag, blen))
 	h.ref.post(refRecv{src: src, tag: tag, ctx: ctx, blen: blen})
-	r := &recvReq{src: src, ctx: ctx, tag: tag, buf: make([]byte, blen)}
+	r := &recvReq{src: src, from: src, ctx: ctx, tag: tag, buf: make([]byte, blen)}
 	h.reqs = append(h.reqs, r)
 	h.c.post(r)
 }
@@ -212,9 +212,9 @@ func runMatchOps(t testing.TB, data []byte) {
 		data = data[3:]
 		switch op % 4 {
 		case 0, 1:
-			h.arrive(b1%size, b2&1, (b1>>4)%3, 2+int(b2>>1)%5)
+			h.arrive(b1%size, ctxID(b2&1), (b1>>4)%3, 2+int(b2>>1)%5)
 		case 2:
-			h.post(b1%(size+1)-1, b2&1, (b1>>4)%4-1, 2+int(b2>>1)%5)
+			h.post(b1%(size+1)-1, ctxID(b2&1), (b1>>4)%4-1, 2+int(b2>>1)%5)
 		case 3:
 			if len(h.reqs) > 0 {
 				h.cancel(b1 % len(h.reqs))

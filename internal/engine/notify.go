@@ -34,7 +34,8 @@ const MaxTag = 1<<31 - 1
 // whole by SetCounters.
 type counterSet struct{ v []atomic.Uint64 }
 
-// handleNotice runs at the target for every notified operation.
+// handleNotice runs at the target for every notified operation, from job
+// rank src, whatever the communicator of its window.
 func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 	t := c.byKey.Load()
 	if t == nil {
@@ -46,6 +47,12 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 			return
 		}
 		t.last.Store(w)
+	}
+	if src = w.c.commRank(src); src < 0 {
+		// Not a rank of the window's communicator: it cannot know the
+		// key from the window's creation.
+		w.badNotices.Add(1)
+		return
 	}
 	if key == w.ctlKey {
 		w.handleCtl(src, n)
@@ -95,10 +102,11 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 // count of matches, so that the poll leaves later notices where they are.
 func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) (done bool) {
 	r := w.directReq
-	if key != w.key || n.Kind() != transport.NoticeTag || n.Tag() < 0 || r == nil || w.freed {
+	if key != w.key || n.Kind() != transport.NoticeTag || n.Tag() < 0 || r == nil || w.freed || w.c.commRank(src) < 0 {
 		w.c.handleNotice(src, key, n)
 		return false
 	}
+	src = w.c.commRank(src)
 	w.inbox.drainFor(&w.mq, r)
 	if r.matched < r.count && (r.src == AnySource || r.src == int32(src)) && (r.tag == AnyTag || r.tag == n.Tag()) {
 		r.matched++

@@ -28,19 +28,21 @@ type Status struct {
 	Count  int // the message length in bytes
 }
 
-// msgHeader: ctx u8, 3 bytes pad, tag i32 (little-endian).
+// msgHeader: ctx u16, 2 bytes pad, tag i32 (little-endian).
 const msgHeaderLen = 8
 
 type message struct {
-	src  int
-	ctx  uint8
+	src  int // the sender's job rank
+	ctx  ctxID
 	tag  int
 	data []byte
 }
 
 type recvReq struct {
-	src  int
-	ctx  uint8
+	src  int    // the source as the communicator numbers it, or AnySource
+	from int    // the source's job rank, or AnySource: what messages match
+	grp  *group // the communicator's ranks, to number the sender of a match
+	ctx  ctxID
 	tag  int
 	buf  []byte
 	done atomic.Bool // set, under Comm.mu, after st and err: a waiter polls it without the lock
@@ -60,7 +62,10 @@ func remove[E any](s []E, i int) []E {
 	return s[:len(s)-1]
 }
 
-func matches(wantSrc, wantTag int, wantCtx uint8, src, tag int, ctx uint8) bool {
+// matches reports whether a message from job rank src with tag in
+// context ctx matches a receive of wantSrc (a job rank or AnySource),
+// wantTag and wantCtx.
+func matches(wantSrc, wantTag int, wantCtx ctxID, src, tag int, ctx ctxID) bool {
 	return ctx == wantCtx && (wantSrc == AnySource || wantSrc == src) && (wantTag == AnyTag || wantTag == tag)
 }
 
@@ -71,7 +76,7 @@ func (r *recvReq) deliver(src, tag int, data []byte) {
 		n = copy(r.buf, data) // else the transport wrote it in place
 	}
 	r.placed = false
-	r.st = Status{Source: src, Tag: tag, Count: n}
+	r.st = Status{Source: r.grp.rankOf(src), Tag: tag, Count: n}
 	if len(data) > len(r.buf) {
 		r.err = ErrTruncate
 		r.st.Count = len(data)
@@ -81,14 +86,15 @@ func (r *recvReq) deliver(src, tag int, data []byte) {
 
 // parseMsgHeader returns the context and tag of a message's header; ok
 // is false if the header is too short.
-func parseMsgHeader(hdr []byte) (ctx uint8, tag int, ok bool) {
+func parseMsgHeader(hdr []byte) (ctx ctxID, tag int, ok bool) {
 	if len(hdr) < msgHeaderLen {
 		return 0, 0, false
 	}
-	return hdr[0], int(int32(binary.LittleEndian.Uint32(hdr[4:8]))), true
+	return ctxID(binary.LittleEndian.Uint16(hdr[0:2])), int(int32(binary.LittleEndian.Uint32(hdr[4:8]))), true
 }
 
-// handleMsg runs for every incoming two-sided message. Messages from one
+// handleMsg runs for every incoming two-sided message, from job rank src,
+// whatever its communicator (the context in its header). Messages from one
 // source arrive in send order (a transport guarantee), posted receives are
 // scanned in posting order and unexpected messages kept in arrival order:
 // together that is MPI's non-overtaking rule.
@@ -99,7 +105,7 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 	}
 	c.mu.Lock()
 	for i, r := range c.posted.All() {
-		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
+		if matches(r.from, r.tag, r.ctx, src, tag, ctx) {
 			r.deliver(src, tag, payload)
 			c.posted.Remove(i)
 			c.mu.Unlock()
@@ -112,7 +118,7 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 	c.wake()
 }
 
-func (c *Comm) send(op string, ctx uint8, buf []byte, dest, tag int) error {
+func (c *Comm) send(op string, ctx ctxID, buf []byte, dest, tag int) error {
 	if err := c.checkRank(op, dest); err != nil {
 		return err
 	}
@@ -125,9 +131,10 @@ func (c *Comm) send(op string, ctx uint8, buf []byte, dest, tag int) error {
 	if hdr == nil {
 		hdr = new([msgHeaderLen]byte)
 	}
-	*hdr = [msgHeaderLen]byte{0: ctx}
+	*hdr = [msgHeaderLen]byte{}
+	binary.LittleEndian.PutUint16(hdr[0:2], uint16(ctx))
 	binary.LittleEndian.PutUint32(hdr[4:8], uint32(int32(tag)))
-	err := c.ep.SendAM(dest, amMsg, hdr[:], buf)
+	err := c.ep.SendAM(c.jobRank(dest), amMsg, hdr[:], buf)
 	c.spareHdr.Store(hdr)
 	if err != nil {
 		return opErr(op, c.rank, ErrPeer, "to rank %d: %v", dest, err)
@@ -199,7 +206,7 @@ const maxSpareMsgs = 64
 
 // newMessage returns an unexpected message holding a copy of payload, in
 // a kept message and buffer where it can; the caller holds c.mu.
-func (c *Comm) newMessage(src int, ctx uint8, tag int, payload []byte) *message {
+func (c *Comm) newMessage(src int, ctx ctxID, tag int, payload []byte) *message {
 	var m *message
 	if k := len(c.spareMsgs); k > 0 {
 		m = c.spareMsgs[k-1]
@@ -243,7 +250,7 @@ func (c *Comm) post(r *recvReq) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, m := range c.unexpected.All() {
-		if matches(r.src, r.tag, r.ctx, m.src, m.tag, m.ctx) {
+		if matches(r.from, r.tag, r.ctx, m.src, m.tag, m.ctx) {
 			r.deliver(m.src, m.tag, m.data)
 			c.unexpected.Remove(i)
 			c.freeMessage(m)
@@ -297,7 +304,7 @@ func (p *msgPlacer) Place(src int, hdr []byte, n int) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.posted.All() {
-		if matches(r.src, r.tag, r.ctx, src, tag, ctx) {
+		if matches(r.from, r.tag, r.ctx, src, tag, ctx) {
 			if n == 0 || len(r.buf) < n || r.placed {
 				return nil
 			}
@@ -317,7 +324,7 @@ func (p *msgPlacer) Unplace(src int, hdr []byte) {
 	}
 	c.mu.Lock()
 	for _, r := range c.posted.All() {
-		if r.placed && matches(r.src, r.tag, r.ctx, src, tag, ctx) {
+		if r.placed && matches(r.from, r.tag, r.ctx, src, tag, ctx) {
 			r.placed = false
 			break
 		}
@@ -329,7 +336,7 @@ func (p *msgPlacer) Unplace(src int, hdr []byte) {
 // set); waiters call it every round, without the lock.
 func (c *Comm) recvDone(r *recvReq) bool { return r.done.Load() }
 
-func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src, tag int) (Status, error) {
+func (c *Comm) recv(ctx context.Context, op string, mctx ctxID, buf []byte, src, tag int) (Status, error) {
 	if err := c.checkRecvArgs(op, src, tag); err != nil {
 		return Status{}, err
 	}
@@ -356,12 +363,12 @@ func (c *Comm) recv(ctx context.Context, op string, mctx uint8, buf []byte, src,
 
 // newRecv returns the request of a blocking receive, the one kept by
 // freeRecv if there is one: a blocking receive allocates nothing.
-func (c *Comm) newRecv(src int, mctx uint8, tag int, buf []byte) *recvReq {
+func (c *Comm) newRecv(src int, mctx ctxID, tag int, buf []byte) *recvReq {
 	r := c.spareRecv.Swap(nil)
 	if r == nil {
-		return &recvReq{src: src, ctx: mctx, tag: tag, buf: buf}
+		r = new(recvReq)
 	}
-	r.src, r.ctx, r.tag, r.buf = src, mctx, tag, buf
+	r.src, r.from, r.grp, r.ctx, r.tag, r.buf = src, c.from(src), c.grp, mctx, tag, buf
 	r.st, r.err, r.placed = Status{}, nil, false
 	r.done.Store(false)
 	return r
@@ -412,8 +419,8 @@ func (c *Comm) iprobe(name string, src, tag int) (Status, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range c.unexpected.All() {
-		if matches(src, tag, c.user, m.src, m.tag, m.ctx) {
-			return Status{Source: m.src, Tag: m.tag, Count: len(m.data)}, true, nil
+		if matches(c.from(src), tag, c.user, m.src, m.tag, m.ctx) {
+			return Status{Source: c.commRank(m.src), Tag: m.tag, Count: len(m.data)}, true, nil
 		}
 	}
 	return Status{}, false, nil

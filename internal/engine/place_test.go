@@ -3,17 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"testing"
 	"time"
 )
 
 // msgHeader is the header of a user message with tag, as send builds it.
 func msgHeader(c *Comm, tag int) []byte {
-	hdr := make([]byte, msgHeaderLen)
-	hdr[0] = c.user
-	binary.LittleEndian.PutUint32(hdr[4:8], uint32(int32(tag)))
-	return hdr
+	return msgHdr(c.user, tag)
 }
 
 // TestPlaceMessage: the placer lends the buffer of the first posted

@@ -173,7 +173,7 @@ func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
 	if err := c.checkRecvArgs("Irecv", src, tag); err != nil {
 		return nil, err
 	}
-	rr := &recvReq{src: src, ctx: c.user, tag: tag, buf: buf}
+	rr := &recvReq{src: src, from: c.from(src), grp: c.grp, ctx: c.user, tag: tag, buf: buf}
 	c.post(rr)
 	return &Request{c: c, kind: reqRecv, op: "Irecv", recv: rr}, nil
 }

@@ -102,7 +102,7 @@ func (w *Win) fenceDeferred(ctx context.Context) error {
 		if counts[t] == 0 {
 			continue
 		}
-		if !flushed && w.c.ep.Flush(ctx, t) != nil {
+		if !flushed && w.c.ep.Flush(ctx, w.c.jobRank(t)) != nil {
 			continue
 		}
 		if err := w.sendCtl("Fence", t, winFenceDone); err != nil && first == nil {

@@ -240,7 +240,7 @@ func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) 
 	}
 	if w.lockHeld[t] {
 		if !w.synchronous {
-			if ferr := w.c.ep.Flush(ctx, t); ferr != nil && err == nil {
+			if ferr := w.c.ep.Flush(ctx, w.c.jobRank(t)); ferr != nil && err == nil {
 				err = w.c.transportFailure(name, ctx, ferr, "flush rank %d", t)
 			}
 		}
@@ -312,9 +312,9 @@ func (w *Win) flush(ctx context.Context, name string, t int, local bool) error {
 	}
 	var err error
 	if local {
-		err = transport.FlushLocal(ctx, w.c.ep, t)
+		err = transport.FlushLocal(ctx, w.c.ep, w.c.jobRank(t))
 	} else {
-		err = w.c.ep.Flush(ctx, t)
+		err = w.c.ep.Flush(ctx, w.c.jobRank(t))
 	}
 	if err != nil {
 		return w.c.transportFailure(name, ctx, err, "flush rank %d", t)

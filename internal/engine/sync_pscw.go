@@ -200,7 +200,7 @@ func (w *Win) Complete(ctx context.Context) error {
 		// it is sent only once the operations on r are complete there.
 		// A target whose flush failed (the context ended, say, with
 		// operations still in flight) learns of the failure as it waits.
-		if err := w.c.ep.Flush(ctx, r); err != nil {
+		if err := w.c.ep.Flush(ctx, w.c.jobRank(r)); err != nil {
 			if first == nil {
 				first = w.c.transportFailure("Complete", ctx, err, "flush rank %d", r)
 			}

@@ -112,7 +112,7 @@ const (
 // ctlSize), which take atomic operations.
 type Win struct {
 	c        *Comm
-	id       uint32
+	id       uint64
 	mem      []byte
 	owned    bool // mem came from Allocate and is freed with the window
 	unit     int
@@ -243,7 +243,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		return nil, opErr(op, c.rank, ErrInvalidArgs, "expose: %v", err)
 	}
 	c.winMu.Lock()
-	w.id = uint32(c.user)<<24 | c.nextWin&(1<<24-1)
+	w.id = uint64(c.user)<<32 | uint64(c.nextWin)
 	c.nextWin++
 	c.winMu.Unlock()
 	c.winsMu.Lock()
@@ -259,7 +259,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		infoLen    = infoCtlKey + transport.KeySize
 	)
 	var info [infoLen]byte
-	binary.LittleEndian.PutUint64(info[0:], uint64(w.id))
+	binary.LittleEndian.PutUint64(info[0:], w.id)
 	binary.LittleEndian.PutUint64(info[8:], uint64(len(buf)))
 	binary.LittleEndian.PutUint64(info[16:], uint64(w.unit))
 	copy(info[infoKey:], w.key[:])
@@ -279,15 +279,15 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	}
 	for r := 0; r < n; r++ {
 		rec := all[r*infoLen:]
-		if id := uint32(binary.LittleEndian.Uint64(rec[0:])); id != w.id {
+		if id := binary.LittleEndian.Uint64(rec[0:]); id != w.id {
 			return fail(opErr(op, c.rank, ErrCollective, "rank %d creates window %d, this rank %d", r, id, w.id))
 		}
 		w.sizes[r] = int(binary.LittleEndian.Uint64(rec[8:]))
 		w.units[r] = int(binary.LittleEndian.Uint64(rec[16:]))
-		if w.regions[r], err = c.ep.Region(r, transport.Key(rec[infoKey:infoCtlKey]), w.sizes[r]); err != nil {
+		if w.regions[r], err = c.ep.Region(c.jobRank(r), transport.Key(rec[infoKey:infoCtlKey]), w.sizes[r]); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "region of rank %d: %v", r, err))
 		}
-		if w.ctlRegions[r], err = c.ep.Region(r, transport.Key(rec[infoCtlKey:infoLen]), ctlSize(n)); err != nil {
+		if w.ctlRegions[r], err = c.ep.Region(c.jobRank(r), transport.Key(rec[infoCtlKey:infoLen]), ctlSize(n)); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
 		}
 		if wr, ok := w.ctlRegions[r].(transport.WordRegion); ok && c.ep.Caps().Direct {
