@@ -59,6 +59,10 @@ var (
 	ErrCollective = engine.ErrCollective
 	// ErrInvalid: any other invalid argument.
 	ErrInvalid = engine.ErrInvalidArgs
+	// ErrNotShared: a rank's window memory asked for with SharedQuery, or
+	// needed by AllocateShared, that this rank does not reach with loads
+	// and stores (another host, or a network transport).
+	ErrNotShared = engine.ErrNotShared
 	// ErrInvalidNotification: a notice naming a counter the target does
 	// not have (or counters not enabled), or an unknown signal operation:
 	// the invalid-notification error of Intel's counter proposal.

@@ -28,6 +28,7 @@ var (
 	ErrNotAlloc    = errors.New("narma: memory not from the library allocator")
 	ErrCollective  = errors.New("narma: collective arguments differ between ranks")
 	ErrInvalidArgs = errors.New("narma: invalid argument")
+	ErrNotShared   = errors.New("narma: memory not shared with this rank")
 
 	ErrInvalidNotification = errors.New("narma: invalid notification")
 )

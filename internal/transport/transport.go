@@ -383,6 +383,28 @@ type WordRegion interface {
 	Word(off int) (Word, error)
 }
 
+// A MappedRegion is a Region whose memory this process reaches with
+// loads and stores: the target's memory itself (ranks as goroutines) or
+// a mapping of it (processes of one host). Mapped returns it, the
+// region's size long, or false if this handle does not reach it that
+// way (a wrapper whose inner region may or may not be mapped). Loads
+// and stores through it are the program's: the transport neither orders
+// nor notices them.
+type MappedRegion interface {
+	Region
+	Mapped() ([]byte, bool)
+}
+
+// A MemorySharer is an endpoint that knows which ranks' exposed memory it
+// maps (MappedRegion): SharesMemory reports whether rank's regions are
+// reachable with loads and stores from this process. It is an
+// equivalence among the ranks of a job (the ranks of one host, or of one
+// process), and true for the rank itself. An endpoint that is not a
+// MemorySharer maps no peer's memory.
+type MemorySharer interface {
+	SharesMemory(rank int) bool
+}
+
 // Word is a 64-bit word of a target's memory that atomics apply to at
 // once (WordRegion). Its methods return the word's previous value.
 type Word interface {

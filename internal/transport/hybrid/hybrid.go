@@ -181,6 +181,16 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks of the job.
 func (e *Endpoint) Size() int { return e.size }
 
+// SharesMemory reports whether rank is on this rank's host and the local
+// endpoint maps its memory (transport.MemorySharer).
+func (e *Endpoint) SharesMemory(rank int) bool {
+	if rank < 0 || rank >= e.size || e.localOf[rank] < 0 {
+		return false
+	}
+	ms, ok := e.local.(transport.MemorySharer)
+	return ok && ms.SharesMemory(e.localOf[rank])
+}
+
 // Caps reports the capabilities: Name "hybrid(<local>+<remote>)", e.g.
 // "hybrid(shm+tcp)"; Synchronous only if both inner transports are;
 // never Direct; the smaller MaxAM of the two.

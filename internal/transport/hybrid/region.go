@@ -27,9 +27,18 @@ type localRegion struct {
 	target int
 }
 
-var _ transport.Region = (*localRegion)(nil)
+var _ transport.MappedRegion = (*localRegion)(nil)
 
 func (r *localRegion) Size() int { return r.r.Size() }
+
+// Mapped returns the local region's memory, if the local transport maps
+// it (transport.MappedRegion).
+func (r *localRegion) Mapped() ([]byte, bool) {
+	if m, ok := r.r.(transport.MappedRegion); ok {
+		return m.Mapped()
+	}
+	return nil, false
+}
 
 func (r *localRegion) Put(off int, src []byte, n transport.Notice, c *transport.Completion) error {
 	return r.ep.localErr(r.target, r.r.Put(off, src, n, c))

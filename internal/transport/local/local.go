@@ -174,6 +174,10 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks of the fabric.
 func (e *Endpoint) Size() int { return len(e.fab.eps) }
 
+// SharesMemory reports true for every rank of the job: they are
+// goroutines of this process (transport.MemorySharer).
+func (e *Endpoint) SharesMemory(rank int) bool { return rank >= 0 && rank < len(e.fab.eps) }
+
 // Caps reports Caps{Name: "local", Synchronous: true, Direct: true}.
 func (e *Endpoint) Caps() transport.Caps { return caps }
 

@@ -37,7 +37,10 @@ type region struct {
 	hk     handleKey
 }
 
-var _ transport.WordRegion = (*region)(nil)
+var (
+	_ transport.WordRegion   = (*region)(nil)
+	_ transport.MappedRegion = (*region)(nil)
+)
 
 // stop moves the handle from live to state s; a stopped handle keeps its
 // first reason.
@@ -78,6 +81,9 @@ func (r *region) Word(off int) (transport.Word, error) {
 
 // Size returns the size of the handle in bytes.
 func (r *region) Size() int { return len(r.mem) }
+
+// Mapped returns the target's memory itself (transport.MappedRegion).
+func (r *region) Mapped() ([]byte, bool) { return r.mem[:len(r.mem):len(r.mem)], true }
 
 // Put copies src into the target's memory at off, then delivers n.
 func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Completion) error {

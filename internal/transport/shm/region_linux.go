@@ -91,7 +91,10 @@ type region struct {
 	mem    []byte
 }
 
-var _ transport.WordRegion = (*region)(nil)
+var (
+	_ transport.WordRegion   = (*region)(nil)
+	_ transport.MappedRegion = (*region)(nil)
+)
 
 // Word returns the word at off of the target's mapping (see
 // transport.WordRegion).
@@ -118,6 +121,10 @@ func (r *region) check() error {
 
 // Size returns the size of the handle in bytes.
 func (r *region) Size() int { return len(r.mem) }
+
+// Mapped returns the mapping of the target's memory
+// (transport.MappedRegion).
+func (r *region) Mapped() ([]byte, bool) { return r.mem[:len(r.mem):len(r.mem)], true }
 
 // noticeAfter delivers n, if any, after an access.
 func (r *region) noticeAfter(n transport.Notice) error {

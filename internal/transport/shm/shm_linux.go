@@ -263,6 +263,11 @@ func (e *Endpoint) Rank() int { return e.rank }
 // Size returns the number of ranks.
 func (e *Endpoint) Size() int { return e.size }
 
+// SharesMemory reports true for every rank of the job: they are
+// processes of this host, and map each other's exposed memory
+// (transport.MemorySharer).
+func (e *Endpoint) SharesMemory(rank int) bool { return rank >= 0 && rank < e.size }
+
 // Caps reports Caps{Name: "shm", Synchronous: true, Direct: true}.
 func (e *Endpoint) Caps() transport.Caps { return caps }
 

@@ -65,6 +65,7 @@ func Run(t *testing.T, newEndpoints func(t *testing.T, n int) []transport.Endpoi
 		{"Caps", testCaps},
 		{"Synchronous", testSynchronous},
 		{"Direct", testDirect},
+		{"Mapped", testMapped},
 		{"RegionLookup", testRegionLookup},
 		{"PutGet", testPutGet},
 		{"PutGetConcurrent", testPutGetConcurrent},
