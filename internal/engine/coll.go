@@ -101,11 +101,20 @@ func checkReduceArgs(op string, rank int, t mem.Type, o mem.Op, nbytes int) erro
 // the result in recv on every rank (binomial reduction to rank 0 in a fixed
 // order, so floating-point results are identical everywhere, then Bcast).
 func (c *Comm) Allreduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op) error {
+	if err := checkReduceArgs("Allreduce", c.rank, t, o, len(send)); err != nil {
+		return err
+	}
+	return c.AllreduceWith(ctx, send, recv, applyOp(o, t))
+}
+
+// AllreduceWith is Allreduce with a combination of the caller's (MINLOC
+// and MAXLOC on pairs).
+func (c *Comm) AllreduceWith(ctx context.Context, send, recv []byte, f Combine) error {
 	if err := ctx.Err(); err != nil {
 		return c.ctxErr("Allreduce", c.stopErr(ctx))
 	}
-	if err := checkReduceArgs("Allreduce", c.rank, t, o, len(send)); err != nil {
-		return err
+	if f.Size <= 0 || len(send)%f.Size != 0 {
+		return opErr("Allreduce", c.rank, ErrLayout, "%d bytes is not a whole number of %d-byte elements", len(send), f.Size)
 	}
 	if len(recv) != len(send) {
 		return opErr("Allreduce", c.rank, ErrLayout, "recv has %d bytes, send %d", len(recv), len(send))
@@ -124,7 +133,7 @@ func (c *Comm) Allreduce(ctx context.Context, send, recv []byte, t mem.Type, o m
 			if err := c.crecv(ctx, "Allreduce", tmp, c.rank+mask, tagReduce); err != nil {
 				return err
 			}
-			mem.Apply(o, t, acc, tmp)
+			f.Apply(acc, tmp)
 		}
 	}
 	if c.rank == 0 {

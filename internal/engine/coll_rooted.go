@@ -32,6 +32,29 @@ func (c *Comm) drain(ctx context.Context, op string, src, tag int) {
 // nil). The combination is a binomial tree in a fixed order, as in
 // Allreduce.
 func (c *Comm) Reduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op, root int) error {
+	if err := checkReduceArgs("Reduce", c.rank, t, o, len(send)); err != nil {
+		return err
+	}
+	return c.ReduceWith(ctx, send, recv, applyOp(o, t), root)
+}
+
+// Combine is a reduction's operation on whole elements of Size bytes:
+// Apply(dst, src) sets each element of dst to dst op src. The operation
+// must be associative; it is applied in a fixed order, lower ranks'
+// values on the left.
+type Combine struct {
+	Size  int
+	Apply func(dst, src []byte)
+}
+
+// applyOp is the Combine of a predefined operation on t.
+func applyOp(o mem.Op, t mem.Type) Combine {
+	return Combine{Size: t.Size(), Apply: func(dst, src []byte) { mem.Apply(o, t, dst, src) }}
+}
+
+// ReduceWith is Reduce with a combination of the caller's (MINLOC and
+// MAXLOC on pairs).
+func (c *Comm) ReduceWith(ctx context.Context, send, recv []byte, f Combine, root int) error {
 	const op = "Reduce"
 	if err := ctx.Err(); err != nil {
 		return c.ctxErr(op, c.stopErr(ctx))
@@ -39,8 +62,8 @@ func (c *Comm) Reduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.
 	if err := c.checkRank(op, root); err != nil {
 		return err
 	}
-	if err := checkReduceArgs(op, c.rank, t, o, len(send)); err != nil {
-		return err
+	if f.Size <= 0 || len(send)%f.Size != 0 {
+		return opErr(op, c.rank, ErrLayout, "%d bytes is not a whole number of %d-byte elements", len(send), f.Size)
 	}
 	n := c.size
 	vr := (c.rank - root + n) % n
@@ -55,7 +78,7 @@ func (c *Comm) Reduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.
 			if err := c.crecv(ctx, op, tmp, (vr+mask+root)%n, tagReduceRoot); err != nil {
 				return err
 			}
-			mem.Apply(o, t, acc, tmp)
+			f.Apply(acc, tmp)
 		}
 	}
 	if len(recv) != len(send) {
