@@ -19,6 +19,7 @@ type Array[T narma.Elem] struct {
 	obj   *object
 	w     *narma.Win[T] // view of the heap's window; displacements in bytes
 	local []T
+	sel   selector // the team whose image numbers Put and Get take (In)
 }
 
 // object is the part of an Array that does not depend on its element
@@ -113,14 +114,17 @@ func WithNotify(nv *Notify) PutOption {
 // per put that writes any element of its range, after those elements are
 // in place. WithNotify makes the whole put notify a notify variable.
 //
-// An image outside [0, NumImages()) is refused with narma.ErrRank, a range
-// outside the block with narma.ErrBounds, a freed array with narma.ErrFreed
-// and WithNotify into an attached range with ErrAttached; a refused put
-// writes nothing. A put of no elements writes nothing; with WithNotify it
-// still increments the notify variable.
+// Image is a number in the current team (inside ChangeTeam, the image of
+// the team; see In for other teams). An image outside [0, NumImages()) is
+// refused with narma.ErrRank, a range outside the block with
+// narma.ErrBounds, a freed array with narma.ErrFreed and WithNotify into
+// an attached range with ErrAttached; a refused put writes nothing. A put
+// of no elements writes nothing; with WithNotify it still increments the
+// notify variable.
 func (a *Array[T]) Put(image, offset int, src []T, opts ...PutOption) error {
 	const op = "coarray.Put"
-	if err := a.check(op, image, offset, len(src)); err != nil {
+	target, err := a.check(op, image, offset, len(src))
+	if err != nil {
 		return err
 	}
 	var o putOptions
@@ -137,17 +141,18 @@ func (a *Array[T]) Put(image, offset int, src []T, opts ...PutOption) error {
 		if e := a.obj.overlap(offset, offset+len(src)); e != nil {
 			return im.errorf(op, ErrAttached, "WithNotify into elements [%d, %d), which overlap the range [%d, %d) an event is attached to: the put would need two notices", offset, offset+len(src), e.lo, e.hi)
 		}
-		if err := a.w.PutNotify(src, image, a.disp(offset), narma.Counter(o.nv.c.idx)); err != nil {
+		if err := a.w.PutNotify(src, target, a.disp(offset), narma.Counter(o.nv.c.idx)); err != nil {
 			return err
 		}
-	} else if err := a.put(image, offset, src); err != nil {
+	} else if err := a.put(target, offset, src); err != nil {
 		return err
 	}
-	return a.w.Flush(im.c.Context(), image)
+	return a.w.Flush(im.c.Context(), target)
 }
 
-// put issues a put without a notify variable: plain where no event is
-// attached, notified by the attached event inside each attached range.
+// put issues a put to initial image image without a notify variable:
+// plain where no event is attached, notified by the attached event inside
+// each attached range.
 func (a *Array[T]) put(image, offset int, src []T) error {
 	pos, end := offset, offset+len(src)
 	for _, e := range a.obj.attached {
@@ -178,16 +183,17 @@ func (a *Array[T]) put(image, offset int, src []T) error {
 // synchronize with that image first. Errors are as Put's.
 func (a *Array[T]) Get(image, offset int, dst []T) error {
 	const op = "coarray.Get"
-	if err := a.check(op, image, offset, len(dst)); err != nil {
+	target, err := a.check(op, image, offset, len(dst))
+	if err != nil {
 		return err
 	}
 	if len(dst) == 0 {
 		return nil
 	}
-	if err := a.w.Get(dst, image, a.disp(offset)); err != nil {
+	if err := a.w.Get(dst, target, a.disp(offset)); err != nil {
 		return err
 	}
-	return a.w.Flush(a.obj.im.c.Context(), image)
+	return a.w.Flush(a.obj.im.c.Context(), target)
 }
 
 // Free releases the array on every image, collectively (Fortran's
@@ -201,6 +207,9 @@ func (a *Array[T]) Free(ctx context.Context) error {
 	}
 	im := a.obj.im
 	local := a.obj.check(op)
+	if local == nil {
+		local = im.heapCall(op)
+	}
 	if local == nil {
 		local = im.w.FlushAll(ctx)
 	}
@@ -219,22 +228,24 @@ func (a *Array[T]) Free(ctx context.Context) error {
 	return nil
 }
 
-// check checks the arguments of a put or get of n elements.
-func (a *Array[T]) check(op string, image, offset, n int) error {
-	if a == nil {
-		return nilError(op, "Array")
+// check checks the arguments of a put or get of n elements and returns
+// the initial image that image is: the rank of the heap's window.
+func (a *Array[T]) check(op string, image, offset, n int) (int, error) {
+	if a == nil || a.obj == nil {
+		return 0, nilError(op, "Array")
 	}
 	if err := a.obj.check(op); err != nil {
-		return err
+		return 0, err
 	}
 	im := a.obj.im
-	if err := im.checkImage(op, image); err != nil {
-		return err
+	target, err := im.target(op, a.sel, image)
+	if err != nil {
+		return 0, err
 	}
 	if offset < 0 || offset > a.obj.n || n > a.obj.n-offset {
-		return im.errorf(op, narma.ErrBounds, "%d elements at offset %d outside the block of %d", n, offset, a.obj.n)
+		return 0, im.errorf(op, narma.ErrBounds, "%d elements at offset %d outside the block of %d", n, offset, a.obj.n)
 	}
-	return nil
+	return target, nil
 }
 
 // disp returns the heap displacement (bytes) of element i of a block.

@@ -11,7 +11,8 @@ import (
 // every other atomic subroutine on the element, from any image, and is
 // complete at the target when it returns. They order nothing else: a
 // program that publishes data with an atomic flag still needs SyncMemory
-// (or an event) to order its puts before the flag.
+// (or an event) to order its puts before the flag. Images are numbers in
+// the current team (Array.In and Array.InTeamNumber select others).
 
 // AtomicDefine stores value into element offset of image's block:
 // Fortran's CALL ATOMIC_DEFINE(a(offset+1)[image+1], value).
@@ -74,34 +75,42 @@ func AtomicFetchXor(a *Array[int64], image, offset int, value int64) (int64, err
 // old, compare, swap). The swap happened if old == compare.
 func AtomicCAS(a *Array[int64], image, offset int, compare, swap int64) (old int64, err error) {
 	const op = "coarray.AtomicCAS"
-	if err := a.check(op, image, offset, 1); err != nil {
+	target, err := a.check(op, image, offset, 1)
+	if err != nil {
 		return 0, err
 	}
-	if err := a.w.CompareAndSwap(compare, swap, &old, image, a.disp(offset)); err != nil {
-		return 0, err
+	return a.cas(target, offset, compare, swap)
+}
+
+// cas is AtomicCAS on initial image target, checked.
+func (a *Array[T]) cas(target, offset int, compare, swap T) (old T, err error) {
+	if err := a.w.CompareAndSwap(compare, swap, &old, target, a.disp(offset)); err != nil {
+		return old, err
 	}
-	return old, a.w.Flush(a.obj.im.c.Context(), image)
+	return old, a.w.Flush(a.obj.im.c.Context(), target)
 }
 
 // atomic applies o with value to one element and completes it.
 func (a *Array[T]) atomic(op string, image, offset int, value T, o narma.Op) error {
-	if err := a.check(op, image, offset, 1); err != nil {
+	target, err := a.check(op, image, offset, 1)
+	if err != nil {
 		return err
 	}
-	if err := a.w.Accumulate([]T{value}, image, a.disp(offset), o); err != nil {
+	if err := a.w.Accumulate([]T{value}, target, a.disp(offset), o); err != nil {
 		return err
 	}
-	return a.w.Flush(a.obj.im.c.Context(), image)
+	return a.w.Flush(a.obj.im.c.Context(), target)
 }
 
 // fetch applies o with value to one element, completes it and returns the
 // element's value before.
 func (a *Array[T]) fetch(op string, image, offset int, value T, o narma.Op) (old T, err error) {
-	if err := a.check(op, image, offset, 1); err != nil {
+	target, err := a.check(op, image, offset, 1)
+	if err != nil {
 		return old, err
 	}
-	if err := a.w.FetchAndOp(value, &old, image, a.disp(offset), o); err != nil {
+	if err := a.w.FetchAndOp(value, &old, target, a.disp(offset), o); err != nil {
 		return old, err
 	}
-	return old, a.w.Flush(a.obj.im.c.Context(), image)
+	return old, a.w.Flush(a.obj.im.c.Context(), target)
 }

@@ -10,9 +10,10 @@ import (
 // CO_REDUCE and CO_BROADCAST. Every image calls them in the same order
 // with slices of the same length (a mismatch is an error of the program,
 // reported where it is seen, as narma's collectives report it). They run
-// on the package's private duplicate of the Comm, so they never match a
-// message of the program, and they do not synchronize memory: they are
-// not image control statements.
+// over the images of the current team, numbered in the team, on the
+// package's private communicator of the team (a duplicate of the Comm in
+// the initial team), so they never match a message of the program, and
+// they do not synchronize memory: they are not image control statements.
 
 // CollectiveOption configures a collective subroutine.
 type CollectiveOption func(*collConfig)
@@ -53,7 +54,7 @@ func (im *Images) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &narma.OpError{Op: op, Rank: im.ThisImage(), Err: err}
+	return &narma.OpError{Op: op, Rank: im.c.Rank(), Err: err}
 }
 
 // CoSum replaces a, on every image, with the element-wise sum of a over
@@ -81,13 +82,13 @@ func coOp[T narma.Elem](ctx context.Context, im *Images, op string, a []T, o nar
 		return err
 	}
 	if !cfg.toOne {
-		return im.wrap(op, narma.Allreduce(ctx, im.priv, a, a, o))
+		return im.wrap(op, narma.Allreduce(ctx, im.team.comm, a, a, o))
 	}
 	var recv []T
 	if im.ThisImage() == cfg.resultImage {
 		recv = a
 	}
-	return im.wrap(op, narma.Reduce(ctx, im.priv, a, recv, o, cfg.resultImage))
+	return im.wrap(op, narma.Reduce(ctx, im.team.comm, a, recv, o, cfg.resultImage))
 }
 
 // CoBroadcast copies a from image source to a on every image: Fortran's
@@ -97,7 +98,7 @@ func CoBroadcast[T narma.Elem](ctx context.Context, im *Images, a []T, source in
 	if err := im.check(op); err != nil {
 		return err
 	}
-	return im.wrap(op, narma.Bcast(ctx, im.priv, a, source))
+	return im.wrap(op, narma.Bcast(ctx, im.team.comm, a, source))
 }
 
 // CoReduce replaces a with the element-wise reduction of a over all
@@ -123,9 +124,9 @@ func CoReduce[T narma.Elem](ctx context.Context, im *Images, a []T, f func(x, y 
 	}
 	var gerr error
 	if !cfg.toOne {
-		gerr = narma.Allgather(ctx, im.priv, a, all)
+		gerr = narma.Allgather(ctx, im.team.comm, a, all)
 	} else {
-		gerr = narma.Gather(ctx, im.priv, a, all, cfg.resultImage)
+		gerr = narma.Gather(ctx, im.team.comm, a, all, cfg.resultImage)
 	}
 	if gerr != nil {
 		return im.wrap(op, gerr)

@@ -28,7 +28,8 @@
 //	})
 //
 // Images are numbered from 0, as Go counts: image i here is image i+1 in
-// Fortran.
+// Fortran. Team numbers are Fortran's: positive, and -1 for the initial
+// team.
 //
 // # From Fortran to Go
 //
@@ -64,24 +65,60 @@
 //	lock(l[p], acquired_lock=ok)               ok, err := l.TryLock(ctx, p-1)
 //	critical ... end critical                  crit.Do(ctx, func() error { ... })   // crit from NewCritical
 //	image_status(p), failed_images()           im.ImageStatus(p-1), im.FailedImages()
+//	type(team_type) :: t                       var t *coarray.Team
+//	form team (n, t)                           t, err := im.FormTeam(ctx, n)
+//	form team (n, t, new_index=k)              t, err := im.FormTeam(ctx, n, coarray.NewIndex(k-1))
+//	change team (t) ... end team               err := im.ChangeTeam(ctx, t, func() error { ... })
+//	team_number(), team_number(t)              im.TeamNumber(), t.Number()
+//	get_team(parent_team)                      t, err := im.GetTeam(coarray.ParentTeam)
+//	this_image(t), num_images(t)               t.ThisImage()+1, t.NumImages()
+//	x = a(i)[p, team=t]                        a.In(t).Get(p-1, i-1, x)
+//	a(i)[p, team_number=n] = x                 a.InTeamNumber(n).Put(p-1, i-1, x)
 //
 // Element types are narma's (the fixed-size integers and floats); Array
 // is generic in its element type, so putting or getting the wrong type is
 // a compile error, not a run-time one. Events, notify variables and arrays
 // are made and freed collectively, by every image in the same order.
 //
+// # Teams
+//
+// FormTeam splits the images of the current team into teams by number,
+// collectively; ChangeTeam runs a function with one of them as the
+// current team, synchronizing the team's images before and after it, as
+// CHANGE TEAM and END TEAM do. Inside, every image number is a number in
+// the team, from 0: ThisImage, NumImages, SyncAll, SyncImages, the
+// collectives, Put, Get, the atomics, Event.Post, the locks, ImageStatus
+// and FailedImages. Arrays, events, notify variables and locks made
+// before the change stay usable, numbered in the team; In and
+// InTeamNumber number an Array's images in an ancestor team (TEAM=) or a
+// sibling team (TEAM_NUMBER=; -1 is the initial team). Teams nest:
+// FormTeam and ChangeTeam inside the function form and enter subteams.
+//
+// Every object lives in the one symmetric heap of the job, allocated by
+// every image of the initial team together. So, unlike Fortran, no array,
+// event, notify variable, lock or critical construct can be made or freed
+// inside ChangeTeam (the call fails at once with ErrTeam, on the image
+// that makes it, without communicating); make them before, and free them
+// after. A Critical made before excludes every image of the job inside
+// any team. Each FormTeam makes a communicator, which takes a message
+// context of the job for good (there are some tens of thousands): form a
+// team once and change into it as often as needed.
+//
 // # Segments
 //
 // As in Fortran, each image's execution is divided into segments by image
 // control statements: SyncAll, SyncImages, Event.Post, Event.Wait,
-// Notify.Wait, and the collective calls. A put or get that another image
+// Notify.Wait, FormTeam, ChangeTeam (as it starts the function and as it
+// ends), and the collective calls. A put or get that another image
 // makes to this image's block, and this image's own accesses to it
 // (through Local), must not conflict (one of them writing an element the
 // other accesses) unless one segment is ordered before the other:
 //
-//   - SyncAll orders every image's segments before it before every
-//     image's segments after it; SyncImages does so for the pairs that
-//     name each other.
+//   - SyncAll orders the segments before it of every image of the
+//     current team before their segments after it; FormTeam and the two
+//     synchronizations of ChangeTeam are SyncAll of the current team and
+//     of the new team. SyncImages does so for the pairs that name each
+//     other.
 //   - Event.Post by image A on image B, then a Wait on B that this post
 //     helps satisfy, orders A's segments before the post before B's
 //     segments after the wait. Post completes A's earlier puts first, so
@@ -100,12 +137,18 @@
 // # Errors
 //
 // Calls return errors, never panic, on misuse: an image outside
-// [0, NumImages()) wraps narma.ErrRank; an element range outside a block
-// narma.ErrBounds; a freed array, event or notify variable, or any object
-// after Finalize, narma.ErrFreed; conflicts with attached events
-// ErrAttached; collective calls whose arguments differ between images
-// narma.ErrCollective on the images that passed good ones. Errors are
-// *narma.OpError values naming the call and the image; use errors.Is.
+// [0, NumImages()) of the current team wraps narma.ErrRank; an element
+// range outside a block narma.ErrBounds; a freed array, event or notify
+// variable, or any object after Finalize, narma.ErrFreed; conflicts with
+// attached events ErrAttached; collective calls whose arguments differ
+// between images narma.ErrCollective on the images that passed good
+// ones. Errors are
+// *narma.OpError values naming the call and the image (its number in the
+// initial team); use errors.Is. Teams add ErrTeam: a call that needs
+// every image of the job made inside ChangeTeam, or a team that is not
+// the current one's child (ChangeTeam), ancestor or sibling (In,
+// InTeamNumber). A team number below 1 is narma.ErrInvalid, and a
+// NewIndex outside its team narma.ErrRank.
 //
 // # Contexts
 //

@@ -74,6 +74,9 @@ func (c *counter) free(ctx context.Context, op, what string) error {
 		return local // a zero-value object: nobody to agree with
 	}
 	if local == nil {
+		local = c.im.heapCall(op)
+	}
+	if local == nil {
 		local = c.im.w.FlushAll(ctx)
 	}
 	if err := c.im.agree(ctx, opFreeCounter, op, local, int64(c.idx)); err != nil {
@@ -103,12 +106,12 @@ func NewEvent(ctx context.Context, im *Images) (*Event, error) {
 	return &Event{c: c}, nil
 }
 
-// Post increments the event on image: EVENT POST (ev[image+1]). It never
-// waits for image or for any other image. Like EVENT POST, it orders
-// segments: it first completes every put this image issued (to any
-// image), so that an image whose Wait this post satisfies sees them; then
-// it sends the increment itself, an empty notified put, which reaches
-// image even if image never calls into the library.
+// Post increments the event on image (a number in the current team): EVENT
+// POST (ev[image+1]). It never waits for image or for any other image. Like
+// EVENT POST, it orders segments: it first completes every put this image
+// issued (to any image), so that an image whose Wait this post satisfies
+// sees them; then it sends the increment itself, an empty notified put,
+// which reaches image even if image never calls into the library.
 //
 // An event attached to an array cannot be posted explicitly (the paper's
 // rule: its count is the count of puts): Post returns an error wrapping
@@ -122,7 +125,8 @@ func (e *Event) Post(image int) error {
 		return err
 	}
 	im := e.c.im
-	if err := im.checkImage(op, image); err != nil {
+	target, err := im.target(op, selector{}, image)
+	if err != nil {
 		return err
 	}
 	if e.on != nil {
@@ -132,10 +136,10 @@ func (e *Event) Post(image int) error {
 	if err := im.w.FlushAll(ctx); err != nil {
 		return err
 	}
-	if err := im.w.PutNotify(nil, image, 0, narma.Counter(e.c.idx)); err != nil {
+	if err := im.w.PutNotify(nil, target, 0, narma.Counter(e.c.idx)); err != nil {
 		return err
 	}
-	return im.w.Flush(ctx, image)
+	return im.w.Flush(ctx, target)
 }
 
 // Wait waits until the event on this image has been posted untilCount

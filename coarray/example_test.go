@@ -237,3 +237,59 @@ func ExampleCoSum() {
 	}
 	// Output: tickets taken: 6 counter: 6
 }
+
+// FORM TEAM and CHANGE TEAM: the even and the odd images of four form two
+// teams. Inside the block, image numbers, collectives and puts are the
+// team's: each image sums the initial numbers of its team and puts the
+// sum into team image 0's block, a coarray allocated before the change.
+func ExampleImages_ChangeTeam() {
+	lines := make([]string, 4)
+	err := narma.Run(4, func(c *narma.Comm) error {
+		ctx := c.Context()
+		im, err := coarray.Init(ctx, c)
+		if err != nil {
+			return err
+		}
+		a, err := coarray.New[int64](ctx, im, 1)
+		if err != nil {
+			return err
+		}
+		me := im.ThisImage()
+		// form team (2 - mod(this_image(), 2), team): team 1 of the
+		// images 0 and 2 (Fortran's 1 and 3), team 2 of 1 and 3.
+		team, err := im.FormTeam(ctx, 1+me%2)
+		if err != nil {
+			return err
+		}
+		err = im.ChangeTeam(ctx, team, func() error { // change team (team)
+			sum := []int64{int64(me)}
+			if err := coarray.CoSum(ctx, im, sum); err != nil { // call co_sum(sum)
+				return err
+			}
+			lines[me] = fmt.Sprintf("image %d: team %d, image %d of %d, sum %d",
+				me, im.TeamNumber(), im.ThisImage(), im.NumImages(), sum[0])
+			if im.ThisImage() == 0 {
+				return nil
+			}
+			return a.Put(0, 0, sum) // a[1] = sum: team image 0
+		}) // end team: the team's images synchronize
+		if err != nil {
+			return err
+		}
+		if im.ThisImage() < 2 { // the images 0 and 1, team image 0 of each team
+			lines[me] += fmt.Sprintf(", got %d", a.Local()[0])
+		}
+		return im.Finalize(ctx)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	// Output:
+	// image 0: team 1, image 0 of 2, sum 2, got 2
+	// image 1: team 2, image 0 of 2, sum 4, got 4
+	// image 2: team 1, image 1 of 2, sum 2
+	// image 3: team 2, image 1 of 2, sum 4
+}
