@@ -97,14 +97,52 @@ const (
 // String returns "immediate", "deferred" or "default".
 func (s Strategy) String() string { return engine.Strategy(s).String() }
 
-// Layout describes where elements lie in a buffer, counted in elements:
-// Count blocks of BlockLen elements whose starts are Stride elements apart,
-// like MPI_Type_vector. The zero Layout means contiguous: as many elements
-// as the buffer holds. Blocks may not overlap (Stride >= BlockLen).
+// Layout describes where elements lie in a buffer, counted in elements
+// from the start of the buffer (the origin slice, or the target's
+// displacement). It is a small value, built by one of:
+//
+//   - Contiguous, the zero Layout: every element of the buffer, in order;
+//   - Vector: Count blocks of BlockLen elements whose starts are Stride
+//     elements apart, like MPI_Type_vector (the fields may also be set
+//     directly). Its blocks may not overlap (Stride >= BlockLen);
+//   - Indexed and IndexedBlock: blocks of given lengths at given
+//     displacements, like MPI_Type_indexed;
+//   - Subarray: a box of a row-major multi-dimensional array, like
+//     MPI_Type_create_subarray in C order.
+//
+// Every kind may be used on either side of every strided call, with any
+// kind on the other side, as long as both describe the same number of
+// elements; the elements are paired in order. A layout must fit its
+// buffer: the origin slice, or the target window from the displacement,
+// must reach one past its last element.
+//
+// The constructors do not return errors, so that a layout can be built in
+// an argument list like Vector's: invalid arguments (negative lengths or
+// displacements, slices of different lengths, a subarray outside its
+// array, sizes beyond 2^48 elements) are recorded in the value, and every
+// call given the layout refuses it with an error wrapping ErrLayout,
+// before anything is written. Err reports the problem at once, for a
+// program that wants to check where it builds the layout.
+//
+// An indexed layout may have overlapping blocks; a call refuses it (with
+// ErrLayout) on the side it writes, where the outcome would depend on the
+// order of the transfers: the target of a put or accumulate, the
+// destination buffer of a get. An origin of a put or accumulate, or the
+// target side of a get, may overlap.
+//
+// Indexed, IndexedBlock and Subarray copy their arguments: the Layout owns
+// what it describes, is never changed, and may be reused, shared between
+// goroutines and kept by operations that a deferred epoch performs later,
+// whatever the caller does with its slices afterwards. Such a layout keeps
+// Count, BlockLen and Stride zero (setting them makes it invalid). Layouts
+// compare with == as values: equal vectors are equal, and an indexed or
+// subarray layout equals its copies only (not another one built from the
+// same arguments).
 type Layout struct {
 	Count    int
 	BlockLen int
 	Stride   int
+	shape    *engine.Shape // Indexed, IndexedBlock, Subarray; nil otherwise
 }
 
 // Vector returns the layout of count blocks of blockLen elements, stride
@@ -114,10 +152,63 @@ func Vector(count, blockLen, stride int) Layout {
 	return Layout{Count: count, BlockLen: blockLen, Stride: stride}
 }
 
+// Indexed returns the layout of len(blockLens) blocks taken in order,
+// block i holding blockLens[i] elements from element displs[i], like
+// MPI_Type_indexed. Displacements need not increase. Lengths and
+// displacements must not be negative and the slices must have the same
+// length, else the layout is invalid (see Layout). Empty blocks are
+// allowed and ignored; blocks that continue each other move as one. For
+// example Indexed([]int{2, 1}, []int{5, 0}) is elements 5, 6 and 0.
+func Indexed(blockLens, displs []int) Layout {
+	return Layout{shape: engine.NewIndexed(blockLens, displs).Shape}
+}
+
+// IndexedBlock returns the layout of len(displs) blocks of blockLen
+// elements, block i from element displs[i], like
+// MPI_Type_create_indexed_block: Indexed with equal lengths.
+func IndexedBlock(blockLen int, displs []int) Layout {
+	return Layout{shape: engine.NewIndexedBlock(blockLen, displs).Shape}
+}
+
+// Subarray returns the layout of a subarray of a row-major (C order)
+// array: dimension k of the array has sizes[k] elements, of which the
+// subarray takes subsizes[k] from index starts[k], like
+// MPI_Type_create_subarray with MPI_ORDER_C. The elements are taken in
+// row-major order, counted from the array's first element (the start of
+// the buffer), so the buffer must reach one past the subarray's last
+// element, not necessarily the whole array. Any number of dimensions
+// (at least one) may be given; the three slices must have the same
+// length, every size must be at least 1, and each range must lie in its
+// dimension, else the layout is invalid (see Layout). A subsize of 0 makes
+// a layout of no elements. A large subarray costs no memory per row: its
+// rows are computed as they are transferred.
+//
+// For example Subarray([]int{4, 5, 6}, []int{4, 5, 1}, []int{0, 0, 5})
+// is the face of last index 5 of a 4x5x6 block, 20 elements.
+func Subarray(sizes, subsizes, starts []int) Layout {
+	return Layout{shape: engine.NewSubarray(sizes, subsizes, starts).Shape}
+}
+
 // Contiguous is the zero Layout: every element of the buffer, in order.
 var Contiguous = Layout{}
 
-func (l Layout) engine() engine.Layout { return engine.Layout(l) }
+// Err returns nil if l is a valid layout, else an error wrapping ErrLayout
+// that says why, the error every call given l returns. It checks l alone:
+// a call also checks l against its buffers.
+func (l Layout) Err() error { return l.engine().Err() }
+
+// Overlaps reports whether some element lies in two blocks of l, which
+// only an indexed layout allows; calls refuse such a layout on the side
+// they write.
+func (l Layout) Overlaps() bool { return l.engine().Overlaps() }
+
+// String describes l as the call that builds it, e.g. "Vector(4, 1, 6)",
+// "Contiguous" or "Subarray([4 5 6], [4 5 1], [0 0 5])".
+func (l Layout) String() string { return l.engine().String() }
+
+func (l Layout) engine() engine.Layout {
+	return engine.Layout{Count: l.Count, BlockLen: l.BlockLen, Stride: l.Stride, Shape: l.shape}
+}
 
 // Wildcards. AnySource matches any sending rank and AnyTag any tag, in
 // Recv, Irecv, Probe and Iprobe (messages) and in NotifyInit (tag

@@ -66,7 +66,9 @@ func (k Kind) String() string {
 // CompareAndSwap) with the same layout; Compare is CompareAndSwap's
 // comparand. Target memory starts Disp displacement units into the
 // target's window and is laid out by TLayout. Layouts count elements of
-// Type.
+// Type; one with overlapping blocks (Layout.Overlaps) is refused on the
+// side the operation writes. A layout's Shape is immutable, so a queued
+// operation keeps it as it was at the call.
 type Access struct {
 	Kind    Kind
 	Type    mem.Type
@@ -123,8 +125,19 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 		// MPI allows CAS on integer (and logical/byte) types only.
 		return opErr(name, rank, ErrOp, "compare-and-swap on %v", a.Type)
 	}
-	if !a.OLayout.valid() || !a.TLayout.valid() {
-		return opErr(name, rank, ErrLayout, "origin %+v, target %+v", a.OLayout, a.TLayout)
+	if p := a.OLayout.problem(); p != "" {
+		return opErr(name, rank, ErrLayout, "origin layout %v: %s", a.OLayout, p)
+	}
+	if p := a.TLayout.problem(); p != "" {
+		return opErr(name, rank, ErrLayout, "target layout %v: %s", a.TLayout, p)
+	}
+	// Overlapping blocks (indexed layouts) only where the layout is read:
+	// an element written twice would end as whichever run came last.
+	if a.OLayout.Overlaps() && (a.Kind == KindGet || a.Kind == KindGetAccumulate) {
+		return opErr(name, rank, ErrLayout, "origin layout %v has overlapping blocks, which %s would write", a.OLayout, name)
+	}
+	if a.TLayout.Overlaps() && a.Kind != KindGet && !(a.Kind == KindGetAccumulate && a.Op == mem.NoOp) {
+		return opErr(name, rank, ErrLayout, "target layout %v has overlapping blocks, which %s would write", a.TLayout, name)
 	}
 	// The buffer that defines the origin layout: for a GetAccumulate with
 	// NO_OP the origin is ignored and the result buffer defines it.
@@ -143,11 +156,11 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 	o.ol = a.OLayout.normalize(len(lbuf) / esz)
 	o.n = o.ol.elems()
 	if o.ol.extent()*esz > len(lbuf) {
-		return opErr(name, rank, ErrLayout, "origin layout %+v needs %d bytes, buffer has %d", a.OLayout, o.ol.extent()*esz, len(lbuf))
+		return opErr(name, rank, ErrLayout, "origin layout %v needs %d bytes, buffer has %d", a.OLayout, o.ol.extent()*esz, len(lbuf))
 	}
 	if a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap {
-		if o.n != 1 || !a.TLayout.Contiguous() {
-			return opErr(name, rank, ErrLayout, "%d elements, want 1", o.n)
+		if o.n != 1 || !a.TLayout.Contiguous() || a.OLayout.Shape != nil {
+			return opErr(name, rank, ErrLayout, "%d elements laid out by %v and %v, want 1 contiguous", o.n, a.OLayout, a.TLayout)
 		}
 	}
 	needResult := a.Kind == KindGetAccumulate || a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap
@@ -162,7 +175,7 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 	}
 	o.tl = a.TLayout.normalize(o.n)
 	if o.tl.elems() != o.n {
-		return opErr(name, rank, ErrLayout, "target layout %+v holds %d elements, origin %d", a.TLayout, o.tl.elems(), o.n)
+		return opErr(name, rank, ErrLayout, "target layout %v holds %d elements, origin %d", a.TLayout, o.tl.elems(), o.n)
 	}
 	size, unit := w.sizes[a.Target], w.units[a.Target]
 	if a.Disp < 0 || a.Disp > size/unit {
