@@ -134,6 +134,11 @@ func (c *Comm) publishKeys() {
 	for _, w := range c.wins {
 		t.m[w.key] = w
 		t.m[w.ctlKey] = w
+		if w.dyn != nil {
+			for _, at := range w.dyn.attached {
+				t.m[at.key] = w // notices of accesses to attached buffers
+			}
+		}
 	}
 	c.byKey.Store(t)
 }

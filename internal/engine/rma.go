@@ -90,6 +90,7 @@ type plan struct {
 	n      int              // elements
 	ol     Layout           // origin layout, normalized
 	tl     Layout           // target layout, normalized
+	reg    transport.Region // the target's region: its window's, or an attached buffer's (dynamic windows)
 }
 
 // rmaOp is a checked Access queued for later (deferred strategies). The
@@ -177,11 +178,21 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 	if o.tl.elems() != o.n {
 		return opErr(name, rank, ErrLayout, "target layout %v holds %d elements, origin %d", a.TLayout, o.tl.elems(), o.n)
 	}
-	size, unit := w.sizes[a.Target], w.units[a.Target]
-	if a.Disp < 0 || a.Disp > size/unit {
+	size, unit, disp := w.sizes[a.Target], w.units[a.Target], a.Disp
+	o.reg = w.regions[a.Target]
+	if w.dyn != nil {
+		if a.Notice.Kind() == transport.NoticeSignal {
+			return opErr(name, rank, ErrInvalidNotification, "a signal on a dynamic window, which has no window memory for its word")
+		}
+		var err error
+		if o.reg, size, disp, err = w.dynTarget(name, a.Target, a.Disp); err != nil {
+			return err
+		}
+	}
+	if disp < 0 || disp > size/unit {
 		return opErr(name, rank, ErrBounds, "displacement %d outside window of %d bytes (unit %d) at rank %d", a.Disp, size, unit, a.Target)
 	}
-	o.off = a.Disp * unit
+	o.off = disp * unit
 	if ext := o.tl.extent() * esz; o.off+ext > size {
 		return opErr(name, rank, ErrBounds, "%d bytes at displacement %d (byte %d) exceed window of %d bytes at rank %d", ext, a.Disp, o.off, size, a.Target)
 	}
@@ -204,7 +215,7 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 
 // exec performs a, checked into p, now. c may be nil.
 func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) error {
-	reg := w.regions[a.Target]
+	reg := p.reg
 	esz := a.Type.Size()
 	if a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap {
 		var err error

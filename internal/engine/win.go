@@ -129,6 +129,8 @@ type Win struct {
 
 	freed bool
 
+	dyn *dynState // a dynamic window's attachments and resolved addresses; nil for others
+
 	// origin-side epoch state
 	fenceOpen      bool // a fence epoch is open (last fence had no NOSUCCEED)
 	fenceUsed      bool // an operation was issued in the open fence epoch
@@ -361,6 +363,7 @@ func (w *Win) Free(ctx context.Context) error {
 	c.winsMu.Unlock()
 	c.ep.Unexpose(w.key)
 	c.ep.Unexpose(w.ctlKey)
+	w.detachAll()
 	if w.owned {
 		mem.Free(w.mem)
 	}
