@@ -42,14 +42,23 @@ func AtomicSwap[T Int](ctx context.Context, w *World, dst Sym[T], v T, pe int) (
 // AtomicCompareSwap writes v into dst on PE pe if dst equals cond, and
 // returns the previous value (equal to cond if the swap happened).
 func AtomicCompareSwap[T Int](ctx context.Context, w *World, dst Sym[T], cond, v T, pe int) (T, error) {
-	var zero T
 	if err := w.okPE("AtomicCompareSwap", pe); err != nil {
+		var zero T
 		return zero, err
 	}
-	if err := dst.elem(w, "AtomicCompareSwap"); err != nil {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return compareSwapIn(ctx, w, &w.own, "AtomicCompareSwap", dst, cond, v, pe)
+}
+
+// compareSwapIn is AtomicCompareSwap on World PE pe, with the views and
+// spans of cache c; w.mu is held.
+func compareSwapIn[T Int](ctx context.Context, w *World, c *cache, name string, dst Sym[T], cond, v T, pe int) (T, error) {
+	var zero T
+	if err := dst.elemIn(w, c, name); err != nil {
 		return zero, err
 	}
-	vw := viewOf[T](w)
+	vw := viewIn[T](w, c)
 	if err := vw.win.CompareAndSwap(cond, v, &vw.one[0], pe, dst.off); err != nil {
 		return zero, err
 	}
@@ -115,36 +124,49 @@ func AtomicFetchXor[T Int](ctx context.Context, w *World, dst Sym[T], v T, pe in
 
 // fetchOp applies op with v to dst on pe and returns the previous value.
 func fetchOp[T Int](ctx context.Context, w *World, name string, dst Sym[T], v T, pe int, op narma.Op) (T, error) {
-	var zero T
 	if err := w.okPE(name, pe); err != nil {
+		var zero T
 		return zero, err
 	}
-	if err := dst.elem(w, name); err != nil {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fetchOpIn(ctx, w, &w.own, name, dst, v, pe, op, true)
+}
+
+// nonFetchOp applies op with v to dst on pe.
+func nonFetchOp[T Int](ctx context.Context, w *World, name string, dst Sym[T], v T, pe int, op narma.Op) error {
+	if err := w.okPE(name, pe); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := fetchOpIn(ctx, w, &w.own, name, dst, v, pe, op, false)
+	return err
+}
+
+// fetchOpIn applies op with v to dst on World PE pe, with the views and
+// spans of cache c, and returns the previous value if fetch; w.mu is
+// held. Without fetch the previous value lands in the view's sink:
+// FetchAndOp copies its operand, where Accumulate would need v to stay
+// in a buffer until the flush.
+func fetchOpIn[T Int](ctx context.Context, w *World, c *cache, name string, dst Sym[T], v T, pe int, op narma.Op, fetch bool) (T, error) {
+	var zero T
+	if err := dst.elemIn(w, c, name); err != nil {
 		return zero, err
 	}
-	vw := viewOf[T](w)
-	if err := vw.win.FetchAndOp(v, &vw.one[0], pe, dst.off, op); err != nil {
+	vw := viewIn[T](w, c)
+	result := &vw.sink
+	if fetch {
+		result = &vw.one[0]
+	}
+	if err := vw.win.FetchAndOp(v, result, pe, dst.off, op); err != nil {
 		return zero, err
 	}
 	if err := w.win.Flush(ctx, pe); err != nil {
 		return zero, err
 	}
+	if !fetch {
+		return zero, nil
+	}
 	return vw.one[0], nil
-}
-
-// nonFetchOp applies op with v to dst on pe. The previous value lands in
-// the view's sink: FetchAndOp copies its operand, where Accumulate would
-// need v to stay in a buffer until the flush.
-func nonFetchOp[T Int](ctx context.Context, w *World, name string, dst Sym[T], v T, pe int, op narma.Op) error {
-	if err := w.okPE(name, pe); err != nil {
-		return err
-	}
-	if err := dst.elem(w, name); err != nil {
-		return err
-	}
-	vw := viewOf[T](w)
-	if err := vw.win.FetchAndOp(v, &vw.sink, pe, dst.off, op); err != nil {
-		return err
-	}
-	return w.win.Flush(ctx, pe)
 }

@@ -84,6 +84,8 @@ func (ct *CT) Get() (uint64, error) {
 	if err := ct.ok("CT.Get"); err != nil {
 		return 0, err
 	}
+	ct.w.mu.Lock()
+	defer ct.w.mu.Unlock()
 	return ct.w.win.Counter(ct.i)
 }
 
@@ -94,6 +96,8 @@ func (ct *CT) Set(v uint64) error {
 	if err := ct.ok("CT.Set"); err != nil {
 		return err
 	}
+	ct.w.mu.Lock()
+	defer ct.w.mu.Unlock()
 	return ct.w.win.SetCounter(ct.i, v)
 }
 
@@ -115,6 +119,8 @@ func PutCT[T narma.Elem](ctx context.Context, ct *CT, dst Sym[T], src []T, pe in
 	if err := putCT(ct, "PutCT", dst, src, pe); err != nil {
 		return err
 	}
+	ct.w.mu.Lock()
+	defer ct.w.mu.Unlock()
 	return ct.w.win.Flush(ctx, pe)
 }
 
@@ -135,5 +141,7 @@ func putCT[T narma.Elem](ct *CT, op string, dst Sym[T], src []T, pe int) error {
 	if err := dst.span(ct.w, op, len(src)); err != nil {
 		return err
 	}
+	ct.w.mu.Lock()
+	defer ct.w.mu.Unlock()
 	return viewOf[T](ct.w).win.PutNotify(src, pe, dst.off, narma.Counter(ct.i))
 }

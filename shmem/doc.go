@@ -66,14 +66,15 @@
 //     other means (atomics, puts) does not wake SignalWaitUntil: update
 //     it with PutSignal (an empty src is a pure signal) or poll it with
 //     WaitUntil.
-//   - The collectives over all PEs (SHMEM_TEAM_WORLD) are narma's
-//     collectives on the same duplicate of the Comm: Broadcast is
-//     narma.Bcast, the reductions (SumReduce, ProdReduce, MinReduce,
-//     MaxReduce, AndReduce, OrReduce, XorReduce) narma.Allreduce,
-//     Alltoall and Alltoalls narma.Alltoall, Fcollect narma.Allgather and
-//     Collect an exchange of lengths then narma.Alltoallv. They read and
-//     write the local copies of their symmetric objects; they are not
-//     barriers for puts.
+//   - The collectives are narma's collectives on a team's communicator
+//     (for all PEs, SHMEM_TEAM_WORLD, the same duplicate of the Comm):
+//     Broadcast and TeamBroadcast are narma.Bcast, the reductions
+//     (SumReduce, ProdReduce, MinReduce, MaxReduce, AndReduce, OrReduce,
+//     XorReduce, and their Team forms) narma.Allreduce, Alltoall and
+//     Alltoalls narma.Alltoall, Fcollect narma.Allgather and Collect an
+//     exchange of lengths then narma.Alltoallv. They read and write the
+//     local copies of their symmetric objects; they are not barriers for
+//     puts.
 //   - IPut and IGet are narma PutStrided and GetStrided with Vector
 //     layouts, then Flush. SetLock, TestLock and ClearLock
 //     compare-and-swap the lock's copy on PE 0 (lock.go).
@@ -84,16 +85,57 @@
 // checked at run time, before anything is written: an address that is
 // not inside a live symmetric object (freed, or produced by an
 // out-of-range Slice) is refused with ErrNotSymmetric, a PE out of range
-// with narma.ErrRank, a transfer longer than its symmetric object with
+// with narma.ErrRank (a PE outside a context's team, or a root outside
+// a team, too), a transfer longer than its symmetric object with
 // narma.ErrBounds, an atomic, wait or signal on anything but one element
-// with narma.ErrInvalid. Calls on a finalized World return ErrFinalized
-// and calls on a freed CT narma.ErrFreed. Every error wraps its sentinel:
-// use errors.Is.
+// with narma.ErrInvalid, a split whose arguments do not fit its team with
+// narma.ErrInvalid on every PE (narma.ErrCollective where PEs passed
+// different ones). Calls on a finalized World, or on its teams and
+// contexts, return ErrFinalized; calls on a freed CT or a destroyed team
+// or context narma.ErrFreed; calls on a nil World, Team, Ctx or CT
+// narma.ErrInvalid. Every error wraps its sentinel: use errors.Is.
+//
+// # Teams
+//
+// A Team is an ordered set of PEs (OpenSHMEM 1.5's teams), numbered from
+// 0 in the team. World.TeamWorld is every PE, World.TeamShared the PEs
+// whose heap this PE maps (narma's Comm.SplitShared: the PEs of this
+// host on shared-memory transports, this PE alone over the network).
+// Team.SplitStrided and Team.Split2D make new teams, collectively over
+// their parent; TranslatePE converts PE numbers between teams. Every team
+// has a narma communicator made by Comm.Split of its parent's, and its
+// collectives run there: TeamBroadcast, TeamSumReduce and the other
+// reductions, TeamAlltoall(s), TeamFcollect, TeamCollect, Team.Sync
+// (shmem_team_sync) and Team.Barrier (Quiet, then Sync), with roots and
+// blocks numbered by team PE. The World forms (Broadcast, SumReduce,
+// ..., BarrierAll, SyncAll) are the same over TeamWorld. Team.Destroy is
+// local, and destroys the contexts made from the team.
+//
+// # Contexts
+//
+// A Ctx is a communication context (shmem_ctx_t), made over TeamWorld by
+// World.CtxCreate or over a team by Team.CreateCtx. CtxPut, CtxGet,
+// CtxP, CtxG, their NBI forms, CtxPutSignal and the CtxAtomic* functions
+// take the target as a PE of the context's team and translate it to its
+// World PE on the one heap window; Ctx.Quiet and Ctx.Fence complete the
+// context's operations. narma completes operations per target (a Flush
+// of a PE completes all this PE issued to it), so a context remembers
+// the PEs its nonblocking calls went to and its Quiet flushes those
+// only: it never waits for other contexts' operations to other PEs, and
+// it completes theirs to the PEs it flushes, as OpenSHMEM over MPI does.
+// Contexts are how a PE's goroutines share it: calls on contexts may run
+// on any goroutines at once, beside the World's goroutine, taking turns
+// at the heap window under a lock of the World (see Ctx). The options
+// CtxSerialized, CtxPrivate and CtxNoStore are accepted and change
+// nothing.
 //
 // # Caveats
 //
-// A World, and the CTs made from it, are used by one goroutine of their
-// PE at a time. A nonblocking call's buffer belongs to narma until Quiet:
+// A World, and the Teams and CTs made from it, are used by one goroutine
+// of their PE at a time; other goroutines of the PE use contexts, which
+// may run beside it, but not beside the calls that change the heap
+// (Alloc, Free, CTCreate, CT.Free, Finalize). A nonblocking call's
+// buffer belongs to narma until Quiet (the context's, or the World's):
 // a PutNBI's source must not change, and a GetNBI's destination is not
 // filled, before then. Local loads and stores to the symmetric heap
 // (Sym.Local) must not race with remote accesses to the same memory:

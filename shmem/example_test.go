@@ -108,3 +108,53 @@ func ExamplePutSignal() {
 	fmt.Println(got, err)
 	// Output: [0 0.5 1 1.5] <nil>
 }
+
+// Six PEs as a grid of 2 rows of 3 (Split2D): each row and each column
+// sums its PEs' numbers with a reduction over its team, and each column
+// broadcasts from its PE 1, the one in the second row: roots are team
+// PEs.
+func ExampleTeam_Split2D() {
+	type result struct{ x, y, rowSum, colSum, fromRow1 int64 }
+	got := make([]result, 6)
+	err := narma.Run(6, func(c *narma.Comm) error {
+		ctx := c.Context()
+		w, err := shmem.Init(ctx, c, shmem.WithHeapSize(1<<20))
+		if err != nil {
+			return err
+		}
+		row, col, err := w.TeamWorld().Split2D(ctx, 3) // rows {0,1,2} {3,4,5}
+		if err != nil {
+			return err
+		}
+		v, err := shmem.Alloc[int64](ctx, w, 4)
+		if err != nil {
+			return err
+		}
+		me := w.MyPE()
+		v.Local(w)[0] = int64(me)
+		if err := shmem.TeamSumReduce(ctx, row, v.At(1), v.At(0), 1); err != nil {
+			return err
+		}
+		if err := shmem.TeamSumReduce(ctx, col, v.At(2), v.At(0), 1); err != nil {
+			return err
+		}
+		if err := shmem.TeamBroadcast(ctx, col, v.At(3), v.At(0), 1, 1); err != nil {
+			return err
+		}
+		l := v.Local(w)
+		got[me] = result{int64(row.MyPE()), int64(col.MyPE()), l[1], l[2], l[3]}
+		return w.Finalize(ctx)
+	})
+	for pe, r := range got {
+		fmt.Printf("PE %d at x=%d y=%d: row sum %d, column sum %d, column's PE 1 is PE %d\n", pe, r.x, r.y, r.rowSum, r.colSum, r.fromRow1)
+	}
+	fmt.Println(err)
+	// Output:
+	// PE 0 at x=0 y=0: row sum 3, column sum 3, column's PE 1 is PE 3
+	// PE 1 at x=1 y=0: row sum 3, column sum 5, column's PE 1 is PE 4
+	// PE 2 at x=2 y=0: row sum 3, column sum 7, column's PE 1 is PE 5
+	// PE 3 at x=0 y=1: row sum 12, column sum 3, column's PE 1 is PE 3
+	// PE 4 at x=1 y=1: row sum 12, column sum 5, column's PE 1 is PE 4
+	// PE 5 at x=2 y=1: row sum 12, column sum 7, column's PE 1 is PE 5
+	// <nil>
+}

@@ -24,7 +24,12 @@ const (
 // narma.Signal at sig's byte offset: one transfer, no separate flag
 // update. An empty src is a pure signal.
 func PutSignal[T narma.Elem](ctx context.Context, w *World, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
-	if err := putSignal(w, "PutSignal", dst, src, sig, value, op, pe); err != nil {
+	if err := w.okPE("PutSignal", pe); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := putSignalIn(w, &w.own, "PutSignal", dst, src, sig, value, op, pe); err != nil {
 		return err
 	}
 	return w.win.Flush(ctx, pe)
@@ -34,20 +39,24 @@ func PutSignal[T narma.Elem](ctx context.Context, w *World, dst Sym[T], src []T,
 // returns at once, src must not change until Quiet, and the signal is
 // still updated only after the data has landed.
 func PutSignalNBI[T narma.Elem](w *World, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
-	return putSignal(w, "PutSignalNBI", dst, src, sig, value, op, pe)
+	if err := w.okPE("PutSignalNBI", pe); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return putSignalIn(w, &w.own, "PutSignalNBI", dst, src, sig, value, op, pe)
 }
 
-func putSignal[T narma.Elem](w *World, name string, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
-	if err := w.okPE(name, pe); err != nil {
+// putSignalIn is PutSignalNBI to World PE pe, with the views and spans of
+// cache c; w.mu is held.
+func putSignalIn[T narma.Elem](w *World, c *cache, name string, dst Sym[T], src []T, sig Sym[uint64], value uint64, op SignalOp, pe int) error {
+	if err := dst.spanIn(w, c, name, len(src)); err != nil {
 		return err
 	}
-	if err := dst.span(w, name, len(src)); err != nil {
+	if err := sig.elemIn(w, c, name); err != nil {
 		return err
 	}
-	if err := sig.elem(w, name); err != nil {
-		return err
-	}
-	return viewOf[T](w).win.PutNotify(src, pe, dst.off, narma.Signal(sig.off, value, op))
+	return viewIn[T](w, c).win.PutNotify(src, pe, dst.off, narma.Signal(sig.off, value, op))
 }
 
 // SignalWaitUntil waits until this PE's sig (one uint64 element)
@@ -69,5 +78,7 @@ func SignalFetch(w *World, sig Sym[uint64]) (uint64, error) {
 	if err := sig.elem(w, "SignalFetch"); err != nil {
 		return 0, err
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.win.Signal(sig.off)
 }

@@ -21,6 +21,8 @@ func IPut[T narma.Elem](ctx context.Context, w *World, dest Sym[T], src []T, dst
 	if nelems == 0 {
 		return nil
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	vw := viewOf[T](w)
 	if err := vw.win.PutStrided(src, narma.Vector(nelems, 1, sst), pe, dest.off, narma.Vector(nelems, 1, dst)); err != nil {
 		return err
@@ -43,6 +45,8 @@ func IGet[T narma.Elem](ctx context.Context, w *World, dest []T, source Sym[T], 
 	if nelems == 0 {
 		return nil
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	vw := viewOf[T](w)
 	if err := vw.win.GetStrided(dest, narma.Vector(nelems, 1, dst), pe, source.off, narma.Vector(nelems, 1, sst)); err != nil {
 		return err

@@ -44,7 +44,8 @@ func (s Sym[T]) At(i int) Sym[T] { return s.Slice(i, i+1) }
 // that remote puts, gets and atomics on s read and write. It is nil if s
 // is not inside a live symmetric object. Local loads and stores must not
 // race with remote accesses to the same elements: synchronize first
-// (BarrierAll, WaitUntil, CT.Wait, SignalWaitUntil).
+// (BarrierAll, WaitUntil, CT.Wait, SignalWaitUntil). Like the World's
+// other calls, it is made on the World's goroutine.
 func (s Sym[T]) Local(w *World) []T {
 	if w.ok("Local") != nil || s.check(w, "Local") != nil {
 		return nil
@@ -60,32 +61,42 @@ func (s Sym[T]) String() string {
 	return fmt.Sprintf("Sym[%T]{off %d, len %d}", zero, s.off, s.n)
 }
 
-// check reports whether s lies inside a live symmetric object.
-func (s Sym[T]) check(w *World, op string) error {
+// check reports whether s lies inside a live symmetric object (with the
+// World's own cache; checkIn takes a context's).
+func (s Sym[T]) check(w *World, op string) error { return s.checkIn(w, &w.own, op) }
+
+// checkIn is check with the spans remembered in c.
+func (s Sym[T]) checkIn(w *World, c *cache, op string) error {
 	if s.n < 0 {
 		return w.opErr(op, ErrNotSymmetric, "%v comes from an out-of-range Slice or At", s)
 	}
-	if err := w.checkSpan(s.off, s.n*sizeOf[T]()); err != nil {
+	if err := w.checkSpan(c, s.off, s.n*sizeOf[T]()); err != nil {
 		return w.opErr(op, err, "%v", s)
 	}
 	return nil
 }
 
 // elem checks that s is one element inside a live symmetric object.
-func (s Sym[T]) elem(w *World, op string) error {
+func (s Sym[T]) elem(w *World, op string) error { return s.elemIn(w, &w.own, op) }
+
+// elemIn is elem with the spans remembered in c.
+func (s Sym[T]) elemIn(w *World, c *cache, op string) error {
 	if s.n != 1 {
 		if s.n < 0 {
-			return s.check(w, op)
+			return s.checkIn(w, c, op)
 		}
 		return w.opErr(op, narma.ErrInvalid, "%v is not one element (use At)", s)
 	}
-	return s.check(w, op)
+	return s.checkIn(w, c, op)
 }
 
 // span checks that the first n elements of s lie inside s and inside a
 // live symmetric object: the target of a transfer of n elements.
-func (s Sym[T]) span(w *World, op string, n int) error {
-	if err := s.check(w, op); err != nil {
+func (s Sym[T]) span(w *World, op string, n int) error { return s.spanIn(w, &w.own, op, n) }
+
+// spanIn is span with the spans remembered in c.
+func (s Sym[T]) spanIn(w *World, c *cache, op string, n int) error {
+	if err := s.checkIn(w, c, op); err != nil {
 		return err
 	}
 	if n > s.n {

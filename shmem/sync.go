@@ -9,12 +9,15 @@ import (
 
 // Quiet completes every operation this PE issued, to every PE
 // (shmem_quiet): nonblocking puts and gets, counting puts and puts with
-// signal. When it returns, their data is in place at their targets and
-// their sources may be reused. It is narma's FlushAll on the heap window.
+// signal, those issued on contexts (Ctx) included. When it returns, their
+// data is in place at their targets and their sources may be reused. It
+// is narma's FlushAll on the heap window.
 func (w *World) Quiet(ctx context.Context) error {
 	if err := w.ok("Quiet"); err != nil {
 		return err
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.win.FlushAll(ctx)
 }
 
@@ -27,6 +30,8 @@ func (w *World) Fence(ctx context.Context) error {
 	if err := w.ok("Fence"); err != nil {
 		return err
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.win.FlushAll(ctx)
 }
 

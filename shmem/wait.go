@@ -212,6 +212,8 @@ func vecCheck[T Int](w *World, op string, ivars Sym[T], ignore []bool, cmp Cmp) 
 
 // test1 reads ivar atomically and compares it.
 func test1[T Int](ctx context.Context, w *World, ivar Sym[T], cmp Cmp, value T) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	vw := viewOf[T](w)
 	if err := vw.win.FetchAndOp(0, &vw.one[0], w.me, ivar.off, narma.NoOp); err != nil {
 		return false, err
@@ -233,6 +235,8 @@ func probe[T Int](ctx context.Context, w *World, ivars Sym[T]) ([]T, error) {
 	if len(vals) == 0 {
 		return vals, nil
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := vw.win.GetAccumulate(nil, vals, w.me, ivars.off, narma.NoOp); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
+	"sync/atomic"
 
 	"github.com/narma-rma/narma"
 	"github.com/narma-rma/narma/internal/symheap"
@@ -52,8 +54,10 @@ func WithHeapSize(bytes int) Option {
 // it.
 //
 // A World is used by one goroutine of its PE at a time, like the narma
-// window underneath (OpenSHMEM's SHMEM_THREAD_SERIALIZED). Its zero value
-// is not usable, and it must not be copied.
+// window underneath (OpenSHMEM's SHMEM_THREAD_SERIALIZED); other
+// goroutines of the PE communicate through contexts (Ctx), whose calls
+// may run alongside the World's (see Ctx). Its zero value is not usable,
+// and it must not be copied.
 type World struct {
 	c     *narma.Comm
 	priv  *narma.Comm // a duplicate of c for the package's own messages
@@ -61,17 +65,39 @@ type World struct {
 	win   *narma.Win[byte] // the heap's window, displacements in bytes
 	me, n int
 	job   <-chan struct{} // closed when the job is aborted
-	done  bool
+	done  bool            // set with mu held: contexts read it with mu held
 
+	// mu serializes the calls on the heap window (narma windows are used
+	// by one goroutine at a time): the World's calls that issue or
+	// complete operations hold it around them, and so do the calls on
+	// contexts, which other goroutines make.
+	mu sync.Mutex
+
+	// The World's own typed views and checked spans; each context has
+	// its own (Ctx.cache), so that no goroutine touches another's.
+	own cache
+
+	// gen counts the Frees: a cache made under another generation
+	// forgets its spans.
+	gen atomic.Uint64
+
+	world, shared *Team // TeamWorld and TeamShared
+}
+
+// cache holds typed views of the heap window and the spans that Check
+// accepted, for the World or for one context.
+type cache struct {
 	// Typed views of the heap window: of the ten basic element types by
 	// basicIndex, of types defined on them by type.
 	views   [10]any
 	defined map[reflect.Type]any
 
-	// Spans of the heap that Check accepted since the last Free: a span
-	// inside a live object stays inside it until something is freed.
+	// Spans of the heap that Check accepted since the last Free (gen):
+	// a span inside a live object stays inside it until something is
+	// freed.
 	valid [4]span
 	nextV int
+	gen   uint64
 }
 
 // span is a range of bytes of the heap.
@@ -79,7 +105,8 @@ type span struct{ off, n int }
 
 // Init starts OpenSHMEM on every rank of c, collectively: it creates the
 // symmetric heap (one narma window, locked for the World's whole life)
-// and returns this PE's World. PE numbers are c's ranks.
+// and the predefined teams (TeamWorld, TeamShared), and returns this PE's
+// World. PE numbers are c's ranks.
 func Init(ctx context.Context, c *narma.Comm, opts ...Option) (*World, error) {
 	if c == nil {
 		return nil, &narma.OpError{Op: "shmem.Init", Rank: -1, Detail: "nil Comm", Err: narma.ErrInvalid}
@@ -96,19 +123,24 @@ func Init(ctx context.Context, c *narma.Comm, opts ...Option) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
+	w := &World{
+		c:    c,
+		priv: priv,
+		me:   c.Rank(),
+		n:    c.Size(),
+		job:  c.Context().Done(),
+	}
+	// The teams first: if their collective calls fail, there is no heap
+	// to free.
+	if err := w.predefinedTeams(ctx); err != nil {
+		return nil, err
+	}
 	h, err := symheap.New(ctx, priv, cfg.heapSize)
 	if err != nil {
 		return nil, err
 	}
-	return &World{
-		c:    c,
-		priv: priv,
-		heap: h,
-		win:  h.Win(),
-		me:   c.Rank(),
-		n:    c.Size(),
-		job:  c.Context().Done(),
-	}, nil
+	w.heap, w.win = h, h.Win()
+	return w, nil
 }
 
 // MyPE returns this PE's number, in [0, NPEs()); -1 for a nil World.
@@ -153,8 +185,10 @@ func (w *World) Finalize(ctx context.Context) error {
 	if err := w.BarrierAll(ctx); err != nil {
 		return err
 	}
+	w.mu.Lock()
 	w.done = true
-	w.views, w.defined = [10]any{}, nil
+	w.mu.Unlock()
+	w.own = cache{}
 	return w.heap.Close(ctx)
 }
 
@@ -188,25 +222,29 @@ type view[T narma.Elem] struct {
 	probe []T  // values of the vector WaitUntil and Test forms
 }
 
-// viewOf returns w's view for T, made on first use.
-func viewOf[T narma.Elem](w *World) *view[T] {
+// viewOf returns w's own view for T, made on first use.
+func viewOf[T narma.Elem](w *World) *view[T] { return viewIn[T](w, &w.own) }
+
+// viewIn returns the view for T of cache c (the World's or a
+// context's), made on first use.
+func viewIn[T narma.Elem](w *World, c *cache) *view[T] {
 	i := basicIndex[T]()
 	if i >= 0 {
-		if v := w.views[i]; v != nil {
+		if v := c.views[i]; v != nil {
 			return v.(*view[T])
 		}
-	} else if v, ok := w.defined[reflect.TypeFor[T]()]; ok {
+	} else if v, ok := c.defined[reflect.TypeFor[T]()]; ok {
 		return v.(*view[T])
 	}
 	win := narma.As[T](w.win)
 	v := &view[T]{win: win, local: win.Local(), size: sizeOf[T]()}
 	if i >= 0 {
-		w.views[i] = v
+		c.views[i] = v
 	} else {
-		if w.defined == nil {
-			w.defined = make(map[reflect.Type]any)
+		if c.defined == nil {
+			c.defined = make(map[reflect.Type]any)
 		}
-		w.defined[reflect.TypeFor[T]()] = v
+		c.defined[reflect.TypeFor[T]()] = v
 	}
 	return v
 }
@@ -241,9 +279,13 @@ func basicIndex[T narma.Elem]() int {
 }
 
 // checkSpan reports whether the n bytes at off lie inside a live
-// symmetric object: heap.Check, remembered until the next Free.
-func (w *World) checkSpan(off, n int) error {
-	for _, s := range w.valid {
+// symmetric object: heap.Check, remembered in cache c until the next
+// Free.
+func (w *World) checkSpan(c *cache, off, n int) error {
+	if g := w.gen.Load(); c.gen != g {
+		c.valid, c.gen = [4]span{}, g
+	}
+	for _, s := range c.valid {
 		if s.n > 0 && off >= s.off && off+n <= s.off+s.n {
 			return nil
 		}
@@ -252,14 +294,15 @@ func (w *World) checkSpan(off, n int) error {
 		return err
 	}
 	if n > 0 {
-		w.valid[w.nextV] = span{off, n}
-		w.nextV = (w.nextV + 1) % len(w.valid)
+		c.valid[c.nextV] = span{off, n}
+		c.nextV = (c.nextV + 1) % len(c.valid)
 	}
 	return nil
 }
 
-// forget drops the spans checkSpan remembers, when an object is freed.
-func (w *World) forget() { w.valid = [4]span{} }
+// forget makes every cache drop the spans it remembers, when an object
+// is freed.
+func (w *World) forget() { w.gen.Add(1) }
 
 // okPE is ok for a call aimed at PE pe, which must be one of the job's
 // (narma's null rank is not a PE).
