@@ -175,7 +175,7 @@ type Row struct {
 // Experiments returns the experiments of the suite, in the order `list`
 // shows them.
 func Experiments() []Experiment {
-	return []Experiment{PingPong(), Overlap(), Stencil(), TreeReduce(), Cholesky(), AllToAll(), Halo(), FenceCost(), LogGP()}
+	return []Experiment{PingPong(), Overlap(), Stencil(), TreeReduce(), Cholesky(), AllToAll(), Halo(), FenceCost(), LogGP(), Summa()}
 }
 
 // Lookup returns the experiment called name.

@@ -109,11 +109,15 @@ func procCases() []procCase {
 		small(Halo(), 4, 8, 4*8),
 		small(FenceCost(), 3, 8, 1024),
 		small(LogGP(), 2, 8, 64),
+		small(Summa(), 4, 8*8, 13*8),
 		// Rank 1's second reply, received by rank 0.
 		corrupted(PingPong(), 2, "put-notify", 1, 2),
 		// Rank 2's third partial sum, received by rank 0 (the root,
 		// whose children are ranks 1 and 2).
 		corrupted(TreeReduce(), 3, "put-notify", 2, 3),
+		// Rank 1's third panel message (8 x 8 matrices on 2 x 2 ranks:
+		// it owns A's panel of step 1 and B's of step 0 on its column).
+		corrupted(Summa(), 4, "put-notify", 1, 3),
 	}
 }
 
