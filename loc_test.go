@@ -76,6 +76,9 @@ func TestReduceLoc(t *testing.T) {
 					}
 				}
 			}
+			if narma.MinLoc.String() != "MINLOC" || narma.MaxLoc.String() != "MAXLOC" {
+				return fmt.Errorf("names %v, %v", narma.MinLoc, narma.MaxLoc)
+			}
 			// Refusals, on every rank alike, before any message.
 			if err := narma.AllreduceLoc(ctx, c, mk(me), make([]narma.Loc[int32], k), narma.Sum); !errors.Is(err, narma.ErrOp) {
 				return fmt.Errorf("AllreduceLoc with Sum: %v, want ErrOp", err)

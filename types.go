@@ -32,7 +32,15 @@ const (
 )
 
 // String returns the MPI name of the operation, e.g. "SUM".
-func (o Op) String() string { return mem.Op(o).String() }
+func (o Op) String() string {
+	switch o {
+	case MinLoc:
+		return "MINLOC"
+	case MaxLoc:
+		return "MAXLOC"
+	}
+	return mem.Op(o).String()
+}
 
 // Assert is a set of assertions a program makes to a synchronization call,
 // as MPI's assert argument; 0 asserts nothing. narma uses the assertions
