@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,12 +51,33 @@ func runJobContext(ctx context.Context, e Experiment, n int, cfg Config) ([]Row,
 func testVariantNames(e Experiment) []string {
 	var vs []string
 	for _, v := range e.Variants {
+		if v.Name == "shared-store" && !peersMapped() {
+			continue // skipped where ranks do not map each other's memory
+		}
 		if !(v.Unsound && raceEnabled) {
 			vs = append(vs, v.Name)
 		}
 	}
 	return vs
 }
+
+// peersMapped reports whether the goroutine ranks of this test binary's
+// jobs (the transport NARMA_TRANSPORT selects) map each other's window
+// memory, as shared-store needs.
+var peersMapped = sync.OnceValue(func() bool {
+	mapped := false
+	err := narma.Run(2, func(c *narma.Comm) error {
+		w, err := narma.Allocate[int64](c.Context(), c, 1)
+		if err != nil {
+			return err
+		}
+		if _, err := w.SharedQuery(1 - c.Rank()); err == nil && c.Rank() == 0 {
+			mapped = true
+		}
+		return w.Free(c.Context())
+	})
+	return err == nil && mapped
+})
 
 // rowsWant describes the rows a run should yield: one per size and
 // variant, sizes outermost.

@@ -37,6 +37,8 @@ var ppVariants = []ppVariant{
 		open: pscwOpen, send: pscwSend, recv: pscwRecv, close: pscwClose},
 	{Variant: Variant{Name: "put-flag", Summary: "Put, Flush, atomic flag (FetchAndOp Replace), Flush; target polls the flag", Classic: true},
 		open: lockAll, send: flagSend, recv: flagRecv, close: unlockAll},
+	{Variant: Variant{Name: "shared-store", Summary: "stores into the peer's window memory (SharedQuery), then an atomic flag store; target polls its flag (shared-memory windows only)"},
+		open: sharedOpen, send: sharedSend, recv: sharedRecv},
 	{Variant: Variant{Name: "put-notify", Summary: "PutNotify with a Tag; target waits with a persistent request"},
 		open: lockAll, send: notifySend, recv: notifyRecv, close: unlockAll},
 	{Variant: Variant{Name: "get-notify", Summary: "owner notifies 'ready' (zero-byte PutNotify), peer GetNotify's the message; its notice frees the owner's buffer"},
@@ -83,6 +85,7 @@ type pingPong struct {
 	flag     int     // displacement of put-flag's flag word
 	sig      int     // displacement of signal's signal word
 	msg      []int64 // outgoing messages of the put variants and send-recv
+	peerMem  []int64 // shared-store: the peer's window memory (SharedQuery)
 	in       []int64 // incoming messages of send-recv and get-notify
 	data     *narma.Request
 	ready    *narma.Request
@@ -151,6 +154,12 @@ func runPingPong(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	p, err := newPingPong(c, cfg, nmax)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := p.w.SharedQuery(p.peer); err != nil {
+		// The peer's memory is not mapped here (TCP, libfabric): no
+		// shared-store, on both ranks alike (sharing is symmetric).
+		variants = slices.DeleteFunc(variants, func(v ppVariant) bool { return v.Name == "shared-store" })
+		p.progress("shared-store skipped: %v", err)
 	}
 	if err := p.w.SetCounters(ctx, 1); err != nil {
 		return nil, err
@@ -426,6 +435,41 @@ func flagRecv(p *pingPong, n int, stamp int64) error {
 			return false, fmt.Errorf("flag %d while waiting for message %d", v, stamp)
 		}
 		return v == stamp, nil
+	})
+	if err != nil {
+		return err
+	}
+	return p.expect(p.area(n, stamp), stamp)
+}
+
+// shared-store: the machine's floor in Go (copy, then an atomic store of
+// a flag that the target polls) on narma's shared-memory window.
+
+func sharedOpen(p *pingPong) error {
+	var err error
+	p.peerMem, err = p.w.SharedQuery(p.peer)
+	return err
+}
+
+func sharedSend(p *pingPong, n int, stamp int64) error {
+	p.stamp(p.msg[:n], stamp)
+	a := p.at(stamp)
+	copy(p.peerMem[a:a+n], p.msg[:n])
+	atomic.StoreInt64(&p.peerMem[p.flag], stamp)
+	return nil
+}
+
+func sharedRecv(p *pingPong, n int, stamp int64) error {
+	flag := &p.w.Local()[p.flag]
+	err := poll(p.ctx, func() (bool, error) {
+		for range 64 {
+			if v := atomic.LoadInt64(flag); v == stamp {
+				return true, nil
+			} else if v > stamp {
+				return false, fmt.Errorf("flag %d while waiting for message %d", v, stamp)
+			}
+		}
+		return false, nil
 	})
 	if err != nil {
 		return err
