@@ -17,6 +17,8 @@ const (
 	tagReduce    = 200
 	tagAllgather = 300
 	tagRedScat   = 400
+
+	tagAllreduceOut = 250 // Allreduce's result, to the ranks above the power of two
 )
 
 func (c *Comm) csend(op string, buf []byte, dest, tag int) error {
@@ -98,8 +100,8 @@ func checkReduceArgs(op string, rank int, t mem.Type, o mem.Op, nbytes int) erro
 }
 
 // Allreduce combines send from every rank element-wise with o and leaves
-// the result in recv on every rank (binomial reduction to rank 0 in a fixed
-// order, so floating-point results are identical everywhere, then Bcast).
+// the result in recv on every rank (recursive doubling, in a fixed order,
+// so floating-point results are identical everywhere).
 func (c *Comm) Allreduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.Op) error {
 	if err := checkReduceArgs("Allreduce", c.rank, t, o, len(send)); err != nil {
 		return err
@@ -119,27 +121,53 @@ func (c *Comm) AllreduceWith(ctx context.Context, send, recv []byte, f Combine) 
 	if len(recv) != len(send) {
 		return opErr("Allreduce", c.rank, ErrLayout, "recv has %d bytes, send %d", len(recv), len(send))
 	}
+	// Recursive doubling over the largest power of two p2 <= n ranks
+	// (log2 p2 exchanges, where a reduction to one rank and a broadcast
+	// take twice as many steps); each of the n-p2 others first gives its
+	// value to a partner below p2 and gets the result from it at the end.
+	// Each pair combines the lower ranks' value on the left, so every
+	// rank computes the same expression, and floating-point results are
+	// identical everywhere.
+	n, me := c.size, c.rank
+	p2 := 1
+	for p2*2 <= n {
+		p2 *= 2
+	}
+	if me >= p2 {
+		if err := c.csend("Allreduce", send, me-p2, tagReduce); err != nil {
+			return err
+		}
+		return c.crecv(ctx, "Allreduce", recv, me-p2, tagAllreduceOut)
+	}
 	acc := make([]byte, len(send))
 	copy(acc, send)
 	tmp := make([]byte, len(send))
-	for mask := 1; mask < c.size; mask <<= 1 {
-		if c.rank&mask != 0 {
-			if err := c.csend("Allreduce", acc, c.rank-mask, tagReduce); err != nil {
-				return err
-			}
-			break
+	if me+p2 < n {
+		if err := c.crecv(ctx, "Allreduce", tmp, me+p2, tagReduce); err != nil {
+			return err
 		}
-		if c.rank+mask < c.size {
-			if err := c.crecv(ctx, "Allreduce", tmp, c.rank+mask, tagReduce); err != nil {
-				return err
-			}
+		f.Apply(acc, tmp)
+	}
+	for k := 1; k < p2; k <<= 1 {
+		peer := me ^ k
+		if err := c.csend("Allreduce", acc, peer, tagReduce); err != nil {
+			return err
+		}
+		if err := c.crecv(ctx, "Allreduce", tmp, peer, tagReduce); err != nil {
+			return err
+		}
+		if peer > me {
 			f.Apply(acc, tmp)
+		} else {
+			f.Apply(tmp, acc)
+			acc, tmp = tmp, acc
 		}
 	}
-	if c.rank == 0 {
-		copy(recv, acc)
+	copy(recv, acc)
+	if me+p2 < n {
+		return c.csend("Allreduce", recv, me+p2, tagAllreduceOut)
 	}
-	return c.Bcast(ctx, recv, 0)
+	return nil
 }
 
 // Allgather gathers len(send) bytes from every rank into recv, rank r's

@@ -105,22 +105,35 @@ func TestBcast(t *testing.T) {
 	}
 }
 
-// treeSum is the reference for Allreduce's summation order: the binomial
-// reduction to rank 0.
-func treeSum(vals [][]float64) []float64 {
+// doublingSum is the reference for Allreduce's summation order:
+// recursive doubling over the largest power of two p2 of the ranks, rank
+// r below n-p2 first adding rank r+p2's values; each pair adds the lower
+// ranks' sum on the left.
+func doublingSum(vals [][]float64) []float64 {
 	n := len(vals)
-	acc := make([][]float64, n)
-	for r := range vals {
-		acc[r] = append([]float64(nil), vals[r]...)
+	p2 := 1
+	for p2*2 <= n {
+		p2 *= 2
 	}
-	for mask := 1; mask < n; mask <<= 1 {
-		for r := 0; r < n; r++ {
-			if r&(2*mask-1) == 0 && r+mask < n {
-				for i := range acc[r] {
-					acc[r][i] += acc[r+mask][i]
-				}
+	acc := make([][]float64, p2)
+	for r := range p2 {
+		acc[r] = append([]float64(nil), vals[r]...)
+		if r+p2 < n {
+			for i := range acc[r] {
+				acc[r][i] += vals[r+p2][i]
 			}
 		}
+	}
+	for k := 1; k < p2; k <<= 1 {
+		next := make([][]float64, p2)
+		for r := range p2 {
+			lo, hi := min(r, r^k), max(r, r^k)
+			next[r] = make([]float64, len(acc[r]))
+			for i := range next[r] {
+				next[r][i] = acc[lo][i] + acc[hi][i]
+			}
+		}
+		acc = next
 	}
 	return acc[0]
 }
@@ -139,7 +152,7 @@ func TestAllreduceFloat64(t *testing.T) {
 				vals[i][j] = (r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(30)-15))
 			}
 		}
-		want := treeSum(vals)
+		want := doublingSum(vals)
 		results := make([][]byte, n)
 		runOK(t, cs, func(ctx context.Context, c *Comm) error {
 			send := append([]float64(nil), vals[c.Rank()]...)
@@ -164,7 +177,7 @@ func TestAllreduceFloat64(t *testing.T) {
 			}
 		}
 		if !bytes.Equal(results[0], mem.Bytes(want)) {
-			t.Errorf("n=%d: result differs from the binomial-order reference", n)
+			t.Errorf("n=%d: result differs from the recursive-doubling reference", n)
 		}
 		// And it is the sum, up to rounding.
 		got := make([]float64, k)
