@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/narma-rma/narma/internal/mem"
 )
@@ -89,6 +90,38 @@ func (c *Comm) Bcast(ctx context.Context, buf []byte, root int) error {
 	return nil
 }
 
+// scratchPool keeps the buffers of the reductions for the next calls: a
+// fresh buffer per call costs its zeroing and, with many ranks reducing
+// at once, garbage collections (16 goroutine ranks reducing 4 KiB
+// allocate about 3 GB/s).
+var scratchPool sync.Pool // of *[]byte
+
+// maxScratch is the largest buffer scratchPool keeps.
+const maxScratch = 1 << 20
+
+// getScratch returns a buffer of n bytes, not zeroed, from scratchPool
+// where it has one large enough.
+func getScratch(n int) *[]byte {
+	if b, _ := scratchPool.Get().(*[]byte); b != nil {
+		if cap(*b) >= n {
+			*b = (*b)[:n]
+			return b
+		}
+		scratchPool.Put(b)
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+// putScratch gives b back to scratchPool. Only a call that is done with
+// b gives it back: one that failed in a receive may have lent it to the
+// transport, and drops it.
+func putScratch(b *[]byte) {
+	if cap(*b) <= maxScratch {
+		scratchPool.Put(b)
+	}
+}
+
 func checkReduceArgs(op string, rank int, t mem.Type, o mem.Op, nbytes int) error {
 	if !o.ValidFor(t) || o == mem.NoOp {
 		return opErr(op, rank, ErrOp, "%v on %v", o, t)
@@ -139,9 +172,9 @@ func (c *Comm) AllreduceWith(ctx context.Context, send, recv []byte, f Combine) 
 		}
 		return c.crecv(ctx, "Allreduce", recv, me-p2, tagAllreduceOut)
 	}
-	acc := make([]byte, len(send))
+	accBuf, tmpBuf := getScratch(len(send)), getScratch(len(send))
+	acc, tmp := *accBuf, *tmpBuf
 	copy(acc, send)
-	tmp := make([]byte, len(send))
 	if me+p2 < n {
 		if err := c.crecv(ctx, "Allreduce", tmp, me+p2, tagReduce); err != nil {
 			return err
@@ -164,6 +197,8 @@ func (c *Comm) AllreduceWith(ctx context.Context, send, recv []byte, f Combine) 
 		}
 	}
 	copy(recv, acc)
+	putScratch(accBuf)
+	putScratch(tmpBuf)
 	if me+p2 < n {
 		return c.csend("Allreduce", recv, me+p2, tagAllreduceOut)
 	}

@@ -67,12 +67,15 @@ func (c *Comm) ReduceWith(ctx context.Context, send, recv []byte, f Combine, roo
 	}
 	n := c.size
 	vr := (c.rank - root + n) % n
-	acc := make([]byte, len(send))
+	accBuf, tmpBuf := getScratch(len(send)), getScratch(len(send))
+	acc, tmp := *accBuf, *tmpBuf
 	copy(acc, send)
-	tmp := make([]byte, len(send))
 	for mask := 1; mask < n; mask <<= 1 {
 		if vr&mask != 0 {
-			return c.csend(op, acc, (vr-mask+root)%n, tagReduceRoot)
+			err := c.csend(op, acc, (vr-mask+root)%n, tagReduceRoot)
+			putScratch(accBuf)
+			putScratch(tmpBuf)
+			return err
 		}
 		if vr+mask < n {
 			if err := c.crecv(ctx, op, tmp, (vr+mask+root)%n, tagReduceRoot); err != nil {
@@ -81,6 +84,8 @@ func (c *Comm) ReduceWith(ctx context.Context, send, recv []byte, f Combine, roo
 			f.Apply(acc, tmp)
 		}
 	}
+	putScratch(tmpBuf)
+	defer putScratch(accBuf)
 	if len(recv) != len(send) {
 		return opErr(op, c.rank, ErrLayout, "recv has %d bytes, send %d", len(recv), len(send))
 	}
