@@ -8,27 +8,12 @@ package narma_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 
 	"github.com/narma-rma/narma"
 	"github.com/narma-rma/narma/internal/ranktest"
 )
-
-// wholeJobShares reports whether this test's jobs run over a transport
-// that maps every rank's memory into every other: goroutine ranks on the
-// in-process transports, or processes over shared memory.
-func wholeJobShares() bool {
-	if os.Getenv("NARMA_TEST_PROCS_TRANSPORT") != "" {
-		return !ranktest.RankProcess() && os.Getenv("NARMA_TRANSPORT") == ""
-	}
-	switch os.Getenv("NARMA_TRANSPORT") {
-	case "", "local", "shm":
-		return true
-	}
-	return ranktest.RankProcess()
-}
 
 // TestSharedWindow: every rank of a SplitShared communicator stores into
 // every other's memory of an AllocateShared window through SharedQuery,
@@ -43,7 +28,7 @@ func TestSharedWindow(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if wholeJobShares() && s.Size() != n {
+			if ranktest.WholeJobShares() && s.Size() != n {
 				return fmt.Errorf("SplitShared: %d ranks of %d, want all", s.Size(), n)
 			}
 			if in, _ := s.Group().TranslateRanks([]int{s.Rank()}, c.Group()); in[0] != c.Rank() {

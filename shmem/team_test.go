@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -71,7 +70,7 @@ func TestPredefinedTeams(t *testing.T) {
 				p[w.MyPE()] = int64(10*w.MyPE() + pe + 1)
 			}
 		}
-		if wholeJobMapped() && len(mapped) != 3 {
+		if ranktest.WholeJobShares() && len(mapped) != 3 {
 			return fmt.Errorf("Ptr reaches PEs %v, want all", mapped)
 		}
 		if err := checkTeam(w, "TeamShared", w.TeamShared(), mapped); err != nil {
@@ -101,20 +100,6 @@ func TestPredefinedTeams(t *testing.T) {
 		}
 		return Free(ctx, w, s)
 	})
-}
-
-// wholeJobMapped reports whether this test's jobs run where every PE maps
-// every other's heap: goroutine PEs on the in-process transports, or
-// processes over shared memory.
-func wholeJobMapped() bool {
-	if os.Getenv("NARMA_TEST_PROCS_TRANSPORT") != "" {
-		return !ranktest.RankProcess() && os.Getenv("NARMA_TRANSPORT") == ""
-	}
-	switch os.Getenv("NARMA_TRANSPORT") {
-	case "", "local", "shm":
-		return true
-	}
-	return ranktest.RankProcess()
 }
 
 // SplitStrided with stride 1, 2, negative and 0 (size 1), and a split of

@@ -277,3 +277,20 @@ func callRank(c *narma.Comm, fn func(c *narma.Comm) error) (err error) {
 	}()
 	return fn(c)
 }
+
+// WholeJobShares reports whether the test's jobs, in this process, run
+// over a transport that maps every rank's window memory into every other
+// rank: goroutine ranks on the in-process or shared-memory transport, or
+// processes over shared memory (Run's default). Tests of shared-memory
+// windows expect every rank to share then; elsewhere (TCP, hybrid, the
+// asynchronous wrapper, libfabric) they check what SplitShared reports.
+func WholeJobShares() bool {
+	if os.Getenv(EnvProcsTransport) != "" {
+		return !RankProcess() && os.Getenv(inprocTransport) == ""
+	}
+	switch os.Getenv(inprocTransport) {
+	case "", "local", "shm":
+		return true
+	}
+	return RankProcess()
+}
