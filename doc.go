@@ -26,7 +26,20 @@
 // so over memory from AllocMem). Win[T] is typed: puts, gets and
 // accumulates move []T, displacements count elements of T unless
 // WithDispUnit says otherwise, and no call needs a cast. Layout values
-// describe strided (vector) data on either side, e.g. a matrix column.
+// describe non-contiguous data on either side: Vector (a matrix column),
+// Indexed and IndexedBlock (irregular blocks), Subarray (a face of a 3-D
+// block). AllocateShared and SharedQuery give direct loads and stores
+// into the windows of ranks that share memory; CreateDynamic makes a
+// window to which each rank attaches buffers (Attach, Resolve).
+//
+// # Communicators
+//
+// A Comm is a set of ranks with message contexts of its own. Dup, Split
+// (by color and key), Create (from a Group) and SplitShared (the ranks
+// that share memory) make new ones, collectively; windows, collectives,
+// messages and notices work on any of them, with ranks numbered within
+// it. Groups (Comm.Group, Incl, Excl, TranslateRanks, ...) are values, as
+// MPI's.
 //
 // An RMA call is legal only inside an access epoch to its target:
 //
