@@ -7,8 +7,10 @@ import (
 	"github.com/narma-rma/narma/internal/mem"
 )
 
-// Comm is a rank's communicator: its rank, the job's size, two-sided
-// messages and collectives. Windows are created from it.
+// Comm is a rank's communicator: a set of the job's ranks (all of them
+// for the Comm of Run and Init; some for those of Split, Create and
+// SplitShared), this rank's number among them, two-sided messages and
+// collectives. Windows are created from it.
 //
 // A Comm's methods may be called from several goroutines of its rank.
 type Comm struct {
@@ -20,7 +22,7 @@ type Comm struct {
 // Rank returns this rank's number, in [0, Size()).
 func (c *Comm) Rank() int { return c.e.Rank() }
 
-// Size returns the number of ranks in the job.
+// Size returns the number of ranks in the communicator.
 func (c *Comm) Size() int { return c.e.Size() }
 
 // Context returns a context that is cancelled when the job is aborted (a
@@ -88,8 +90,9 @@ func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
 }
 
 // Dup returns a new communicator over the same ranks with its own message
-// contexts, collectively (every rank calls Dup on the same communicators in
-// the same order), like MPI_Comm_dup: messages and collectives on it never
+// contexts, collectively (every rank of c calls it; goroutines of a rank
+// may make communicators concurrently), like MPI_Comm_dup: messages and
+// collectives on it never
 // match those of c. Libraries built on narma use a duplicate for their own
 // traffic. Closing a duplicate does nothing.
 func (c *Comm) Dup(ctx context.Context) (*Comm, error) {

@@ -86,7 +86,9 @@ func (w *Win[T]) Detach(a Addr) error { return w.eng().Detach(a.a) }
 // with target a.Rank() and displacement Resolve(a)+k reach element k
 // (counted in the target's displacement unit, by default the element
 // size). It is local, and refuses an address of another window, or one
-// the transport does not know (forged, or detached before).
+// the transport does not know (forged, or detached before its first
+// Resolve here); accesses through an address detached later fail and
+// write nothing.
 func (w *Win[T]) Resolve(a Addr) (int, error) { return w.eng().Resolve(a.a) }
 
 // rank returns the calling rank, or -1 for a nil or freed window.

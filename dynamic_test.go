@@ -345,6 +345,17 @@ func TestDynamicErrors(t *testing.T) {
 				return fmt.Errorf("a put through a forged address succeeded")
 			}
 		}
+		// An empty access is no exception: displacement 0 names no
+		// resolved address, whatever the strategy.
+		if err := w.LockAll(ctx, 0); err != nil {
+			return err
+		}
+		if err := w.PutNotify(nil, peer, 0, narma.Tag(3)); !errors.Is(err, narma.ErrBounds) {
+			return fmt.Errorf("empty PutNotify at displacement 0 of a dynamic window: %v, want ErrBounds", err)
+		}
+		if err := w.UnlockAll(ctx); err != nil {
+			return err
+		}
 		if err := fa.UnmarshalBinary(forged[:10]); !errors.Is(err, narma.ErrInvalid) {
 			return fmt.Errorf("UnmarshalBinary of 10 bytes: %v, want ErrInvalid", err)
 		}

@@ -172,10 +172,11 @@ func (g Group) TranslateRanks(ranks []int, h Group) ([]int, error) {
 // are numbered from 0; every rank its calls take or report (targets,
 // sources, Status, notices) is a rank of it. Closing it does nothing.
 //
-// The calls of one rank that make communicators (Dup, Split, Create)
-// must not run concurrently with each other. Failures of ranks outside
-// the communicator still end its waits for AnySource, as all of a job's
-// failures do until AckFailures.
+// Goroutines of one rank may make communicators (Dup, Split, Create,
+// SplitShared) concurrently: the ranks agree on contexts that none of
+// them uses. A failure of a rank outside the communicator does not fail
+// its fences and lock waits, but still ends its waits for AnySource, as
+// all of a job's failures do until AckFailures.
 func (c *Comm) Split(ctx context.Context, color, key int) (*Comm, error) {
 	s, err := c.e.Split(ctx, color, key)
 	if err != nil || s == nil {

@@ -40,8 +40,9 @@ func (c *Comm) Reduce(ctx context.Context, send, recv []byte, t mem.Type, o mem.
 
 // Combine is a reduction's operation on whole elements of Size bytes:
 // Apply(dst, src) sets each element of dst to dst op src. The operation
-// must be associative; it is applied in a fixed order, lower ranks'
-// values on the left.
+// must be associative and commutative, as MPI's predefined ones are: the
+// algorithms combine in a fixed order (so every rank of an Allreduce
+// gets the same bits), but not in rank order.
 type Combine struct {
 	Size  int
 	Apply func(dst, src []byte)

@@ -60,6 +60,7 @@ type core struct {
 	spareRecv  atomic.Pointer[recvReq]            // a blocking receive's request, to reuse
 	spareHdr   atomic.Pointer[[msgHeaderLen]byte] // a message header, to reuse
 	nextCtx    int                                // next free message context (newContexts)
+	usedCtx    [(maxCtx + 1) / 64]uint64          // contexts of this rank's communicators (newContexts)
 
 	winsMu sync.Mutex
 	wins   map[uint64]*Win          // by id: the creating communicator's context, and its count of windows
@@ -125,6 +126,8 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 		go k.wakeOnAbort()
 	}
 	c := &Comm{core: k, rank: k.rank, size: k.size, user: 0, coll: 1}
+	k.useCtx(0, true)
+	k.useCtx(1, true)
 	ep.SetAMHandler(amMsg, c.handleMsg)
 	if p, ok := ep.(transport.Placer); ok {
 		p.SetAMPlacer(amMsg, (*msgPlacer)(c))
@@ -204,8 +207,22 @@ func (c *Comm) peerFailed(r int) bool {
 	return r >= 0 && r < c.size && c.failed[c.jobRank(r)].Load()
 }
 
-// anyFailed reports whether the transport declared any peer failed.
-func (c *Comm) anyFailed() bool { return c.nfailed.Load() > 0 }
+// anyFailed reports whether the transport declared any rank of c failed
+// (of the job, for the job's own communicators).
+func (c *Comm) anyFailed() bool {
+	if c.nfailed.Load() == 0 {
+		return false
+	}
+	if c.grp == nil {
+		return true
+	}
+	for _, j := range c.grp.world {
+		if c.failed[j].Load() {
+			return true
+		}
+	}
+	return false
+}
 
 // srcFailed reports whether a wait for something from src, a rank or
 // AnySource, must give up: src failed, or, for AnySource, any peer did.

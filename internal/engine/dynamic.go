@@ -101,12 +101,7 @@ type dynSlot struct {
 // CreateDynamic creates a window without memory, collectively, to which
 // each rank attaches buffers (MPI_Win_create_dynamic).
 func (c *Comm) CreateDynamic(ctx context.Context, opt WinOptions) (*Win, error) {
-	w, err := c.create(ctx, "CreateDynamic", mem.Alloc(0), true, opt)
-	if err != nil {
-		return nil, err
-	}
-	w.dyn = &dynState{attached: make(map[uint32]attachment)}
-	return w, nil
+	return c.create(ctx, "CreateDynamic", mem.Alloc(0), true, opt, &dynState{attached: make(map[uint32]attachment)})
 }
 
 // Dynamic reports whether w is a dynamic window.
@@ -157,12 +152,16 @@ func (w *Win) Detach(a DynAddr) error {
 	if a.Win != w.id || a.Rank != w.c.rank || !ok || at.key != a.Key {
 		return opErr("Detach", w.c.rank, ErrInvalidArgs, "address %d of rank %d is not attached here", a.ID, a.Rank)
 	}
+	// Withdraw the exposure first, so that every access that reached the
+	// buffer has its notice delivered while the key still names the
+	// window; then forget the key.
+	uerr := w.c.ep.Unexpose(at.key)
 	w.c.winsMu.Lock()
 	delete(w.dyn.attached, a.ID)
 	w.c.publishKeys()
 	w.c.winsMu.Unlock()
-	if err := w.c.ep.Unexpose(at.key); err != nil {
-		return opErr("Detach", w.c.rank, ErrInvalidArgs, "unexpose: %v", err)
+	if uerr != nil {
+		return opErr("Detach", w.c.rank, ErrInvalidArgs, "unexpose: %v", uerr)
 	}
 	return nil
 }
@@ -188,8 +187,10 @@ func (w *Win) detachAll() {
 // Resolve returns the displacement of the first byte of the buffer at a,
 // in the target's displacement units, for the data-movement calls on the
 // dynamic window: displacement plus k is unit k of the buffer. It is
-// local, and checks the address against the transport, which refuses a
-// key it never made or has withdrawn.
+// local. The first Resolve of an address checks it against the
+// transport, which refuses a key it never made or has withdrawn; a later
+// one returns the same displacement, and accesses through it fail if the
+// buffer was detached since.
 func (w *Win) Resolve(a DynAddr) (int, error) {
 	if err := w.checkDynamic("Resolve"); err != nil {
 		return 0, err

@@ -99,30 +99,74 @@ func (c *Comm) JobSize() int { return c.core.size }
 // contexts, collectively: each rank offers the next context it has not
 // used and takes none below the largest offer, so a context agreed on is
 // new to every rank of the new communicator, whatever communicators each
-// made before. A rank's calls that make communicators must not run
-// concurrently.
+// made before. extra is gathered with the offers, for the caller.
+//
+// Communicators may be made concurrently by several goroutines of a rank
+// (a library Dups its own while the program splits): each offer is
+// reserved on its rank, and the agreed pair is then claimed in the
+// rank's set of contexts in use; if any rank finds it claimed already by
+// another communicator, every rank gives it back and they agree again,
+// above it. The claim costs a second exchange.
 func (c *Comm) newContexts(ctx context.Context, op string, extra []int64) (ctxID, [][]int64, error) {
-	c.mu.Lock()
-	mine := c.nextCtx
-	c.mu.Unlock()
-	rec := append([]int64{int64(mine)}, extra...)
-	all := make([]int64, len(rec)*c.size)
-	if err := c.Allgather(ctx, mem.Bytes(rec), mem.Bytes(all)); err != nil {
-		return 0, nil, err
+	for {
+		c.mu.Lock()
+		mine := c.nextCtx
+		c.nextCtx += 2 // reserved: a concurrent creation offers another
+		c.mu.Unlock()
+		rec := append([]int64{int64(mine)}, extra...)
+		all := make([]int64, len(rec)*c.size)
+		if err := c.Allgather(ctx, mem.Bytes(rec), mem.Bytes(all)); err != nil {
+			return 0, nil, err
+		}
+		next := 0
+		recs := make([][]int64, c.size)
+		for r := range recs {
+			recs[r] = all[r*len(rec) : (r+1)*len(rec)]
+			next = max(next, int(recs[r][0]))
+		}
+		if next+1 > maxCtx {
+			return 0, nil, opErr(op, c.rank, ErrInvalidArgs, "out of message contexts (%d communicators made)", maxCtx/2)
+		}
+		id := ctxID(next)
+		c.mu.Lock()
+		clash := c.ctxUsed(id) || c.ctxUsed(id+1)
+		if !clash {
+			c.useCtx(id, true)
+			c.useCtx(id+1, true)
+		}
+		c.nextCtx = max(c.nextCtx, next+2)
+		c.mu.Unlock()
+		var flag [1]int64
+		if clash {
+			flag[0] = 1
+		}
+		flags := make([]int64, c.size)
+		if err := c.Allgather(ctx, mem.Bytes(flag[:]), mem.Bytes(flags)); err != nil {
+			return 0, nil, err
+		}
+		if !slices.Contains(flags, 1) {
+			return id, recs, nil
+		}
+		if !clash {
+			c.mu.Lock()
+			c.useCtx(id, false)
+			c.useCtx(id+1, false)
+			c.mu.Unlock()
+		}
 	}
-	next := 0
-	recs := make([][]int64, c.size)
-	for r := range recs {
-		recs[r] = all[r*len(rec) : (r+1)*len(rec)]
-		next = max(next, int(recs[r][0]))
+}
+
+// ctxUsed reports whether context id belongs to a communicator of this
+// rank; the caller holds c.mu.
+func (k *core) ctxUsed(id ctxID) bool { return k.usedCtx[id/64]&(1<<(id%64)) != 0 }
+
+// useCtx marks context id as in use, or not; the caller holds c.mu.
+func (k *core) useCtx(id ctxID, used bool) {
+	if used {
+		k.usedCtx[id/64] |= 1 << (id % 64)
+	} else {
+		k.usedCtx[id/64] &^= 1 << (id % 64)
 	}
-	if next+1 > maxCtx {
-		return 0, nil, opErr(op, c.rank, ErrInvalidArgs, "out of message contexts (%d communicators made)", maxCtx/2)
-	}
-	c.mu.Lock()
-	c.nextCtx = max(c.nextCtx, next+2)
-	c.mu.Unlock()
-	return ctxID(next), recs, nil
 }
 
 // sub returns the communicator of the job ranks world, with contexts

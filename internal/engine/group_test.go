@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 )
 
@@ -87,4 +88,98 @@ func TestNoticeFromOutsideRefused(t *testing.T) {
 	if len(got) != 1 || got[0].src != 1 || got[0].tag != 3 {
 		t.Errorf("a member's notice: inbox %+v, want one from 1 with tag 3", got)
 	}
+}
+
+// TestConcurrentCreation: two goroutines of every rank make
+// communicators at once, on two communicators of the same ranks; the new
+// communicators get distinct contexts on every rank, the same on all
+// ranks.
+func TestConcurrentCreation(t *testing.T) {
+	comms := newComms(t, 3)
+	runOK(t, comms, func(ctx context.Context, c *Comm) error {
+		d, err := c.Dup(ctx)
+		if err != nil {
+			return err
+		}
+		for round := range 20 {
+			var x, y *Comm
+			var xerr, yerr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				y, yerr = d.Dup(ctx)
+			}()
+			if round%2 == 0 {
+				x, xerr = c.Dup(ctx)
+			} else {
+				x, xerr = c.Split(ctx, 0, c.rank)
+			}
+			<-done
+			if err := errors.Join(xerr, yerr); err != nil {
+				return err
+			}
+			if x.user == y.user || x.user == y.coll || x.coll == y.user {
+				return fmt.Errorf("round %d: contexts %d/%d and %d/%d shared", round, x.user, x.coll, y.user, y.coll)
+			}
+			// Every rank has the same contexts for each.
+			mine := []int64{int64(x.user), int64(y.user)}
+			all := make([]int64, 2*c.size)
+			if err := c.Allgather(ctx, mem.Bytes(mine), mem.Bytes(all)); err != nil {
+				return err
+			}
+			for r := range c.size {
+				if all[2*r] != mine[0] || all[2*r+1] != mine[1] {
+					return fmt.Errorf("round %d: rank %d has contexts %v, this rank %v", round, r, all[2*r:2*r+2], mine)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestSubcommIgnoresOutsideFailure: a rank outside a communicator that
+// fails does not fail the communicator's deferred fences, lock waits or
+// wildcard-free waits: its ranks go on fencing and putting.
+func TestSubcommIgnoresOutsideFailure(t *testing.T) {
+	comms := newComms(t, 3)
+	var subs [3]*Comm
+	runOK(t, comms, func(ctx context.Context, c *Comm) error {
+		color := 0
+		if c.rank == 2 {
+			color = Undefined
+		}
+		s, err := c.Split(ctx, color, 0)
+		subs[c.rank] = s
+		return err
+	})
+	// Rank 2 fails, as its transport would report it to the others.
+	for r := range 2 {
+		comms[r].handleFailure(2, transport.ErrPeer)
+	}
+	runOK(t, comms[:2], func(ctx context.Context, c *Comm) error {
+		s := subs[c.rank]
+		if got := s.Failed(); len(got) != 0 {
+			return fmt.Errorf("the sub-communicator reports failed ranks %v", got)
+		}
+		w, err := s.Allocate(ctx, 8, WinOptions{Strategy: Deferred})
+		if err != nil {
+			return err
+		}
+		for i := range 5 {
+			if err := w.Fence(ctx, 0); err != nil {
+				return fmt.Errorf("fence %d: %v", i, err)
+			}
+			src := []byte{byte(i + 1), 0, 0, 0, 0, 0, 0, 0}
+			if err := w.Do(&Access{Kind: KindPut, Type: mem.Int64, Origin: src, Target: 1 - s.rank}); err != nil {
+				return err
+			}
+		}
+		if err := w.Fence(ctx, NoSucceed); err != nil {
+			return err
+		}
+		if w.mem[0] != 5 {
+			return fmt.Errorf("window %v after the last fence", w.mem)
+		}
+		return w.Free(ctx)
+	})
 }

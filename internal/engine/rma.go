@@ -332,7 +332,7 @@ func (w *Win) Do(a *Access) error {
 // message. When it reports true, err is the operation's result. It asks
 // routeOf, as route does, whether the epoch carries the operation at once.
 func (w *Win) fastPath(a *Access) (done bool, err error) {
-	if (a.Kind != KindPut && a.Kind != KindGet) || w.freed || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
+	if (a.Kind != KindPut && a.Kind != KindGet) || w.freed || w.dyn != nil || !a.OLayout.Contiguous() || !a.TLayout.Contiguous() {
 		return false, nil
 	}
 	t := a.Target

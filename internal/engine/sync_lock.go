@@ -382,7 +382,7 @@ func (w *Win) acquire(ctx context.Context, name string, t int, kind uint8) error
 // after stuckLockAfter (shared holders are not known by rank). since is
 // when the latter condition was first seen.
 func (w *Win) heldByFailed(name string, t int, since *time.Time) error {
-	if w.c.nfailed.Load() == 0 {
+	if !w.c.anyFailed() {
 		return nil
 	}
 	word := w.lockSeen

@@ -185,7 +185,7 @@ func (c *Comm) Allocate(ctx context.Context, size int, opt WinOptions) (*Win, er
 	if size < 0 {
 		return nil, opErr("Allocate", c.rank, ErrInvalidArgs, "size %d", size)
 	}
-	return c.create(ctx, "Allocate", mem.Alloc(size), true, opt)
+	return c.create(ctx, "Allocate", mem.Alloc(size), true, opt, nil)
 }
 
 // Create creates a window over buf, collectively. buf must come from the
@@ -198,10 +198,13 @@ func (c *Comm) Create(ctx context.Context, buf []byte, opt WinOptions) (*Win, er
 	if len(buf) == 0 {
 		buf = mem.Alloc(0)
 	}
-	return c.create(ctx, "Create", buf, false, opt)
+	return c.create(ctx, "Create", buf, false, opt, nil)
 }
 
-func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, opt WinOptions) (*Win, error) {
+// create makes a window over buf; dyn is a dynamic window's state, nil
+// for the others, set before the window is published to the notice
+// handler.
+func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, opt WinOptions, dyn *dynState) (*Win, error) {
 	if opt.DispUnit < 0 || opt.DispUnit > MaxDispUnit {
 		return nil, opErr(op, c.rank, ErrInvalidArgs, "displacement unit %d not in [1,%d]", opt.DispUnit, MaxDispUnit)
 	}
@@ -234,6 +237,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		seenCompletes: make([]uint64, n),
 		owedCompletes: make([]uint64, n),
 		ncounters:     make([]int, n),
+		dyn:           dyn,
 	}
 	w.direct = w.takeNotice
 	var err error
