@@ -205,19 +205,26 @@ func (t *opTable) recycle(o *op) {
 }
 
 // tell tells o's Completion (once) that o ended with err.
-func (t *opTable) tell(o *op, err error) {
+func (t *opTable) tell(o *op, err error) { t.tellID(o, 0, err) }
+
+// tellID is tell of o if its number is still id (0: any). A caller that
+// found o under the lock and tells it after releasing it (failPeer)
+// passes the number it saw: meanwhile o may have ended, been recycled and
+// been issued again, as another operation, which is not its to fail.
+// Everything of o that the telling needs is read under the lock.
+func (t *opTable) tellID(o *op, id uint64, err error) {
 	t.mu.Lock()
-	if o.done {
+	if o.done || (id != 0 && o.id != id) {
 		t.mu.Unlock()
 		return
 	}
 	o.done = true
-	c, r := o.c, o.reply
+	c, r, p := o.c, o.reply, o.peer
 	if o.local {
-		o.peer.local.Add(-1)
+		p.local.Add(-1)
 	}
 	t.mu.Unlock()
-	o.peer.inflight.Add(-1)
+	p.inflight.Add(-1)
 	if r != nil && err != nil {
 		select {
 		case r <- reply{status: statusErr, payload: []byte(err.Error())}:
@@ -232,16 +239,20 @@ func (t *opTable) tell(o *op, err error) {
 // failPeer fails the operations aimed at rank with err. Those issued stay
 // in the table until libfabric is done with their buffers.
 func (t *opTable) failPeer(rank int, err error) {
+	type seen struct {
+		o  *op
+		id uint64
+	}
 	t.mu.Lock()
-	var fail []*op
+	var fail []seen
 	for _, o := range t.slots {
 		if o != nil && o.target == rank && !o.done {
-			fail = append(fail, o)
+			fail = append(fail, seen{o, o.id})
 		}
 	}
 	t.mu.Unlock()
-	for _, o := range fail {
-		t.tell(o, err)
+	for _, f := range fail {
+		t.tellID(f.o, f.id, err)
 	}
 }
 
