@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 
 	"github.com/narma-rma/narma/internal/mem"
@@ -255,16 +256,13 @@ func (c *Comm) CreateComm(ctx context.Context, ranks []int) (*Comm, error) {
 }
 
 // listSum is a checksum of a list of ranks, to compare lists among ranks
-// (FNV-1a over their bytes).
+// (FNV-1a over their little-endian bytes).
 func listSum(ranks []int) int64 {
-	h := uint64(14695981039346656037)
+	h := fnv.New64a()
 	var b [8]byte
 	for _, r := range ranks {
 		binary.LittleEndian.PutUint64(b[:], uint64(r))
-		for _, x := range b {
-			h ^= uint64(x)
-			h *= 1099511628211
-		}
+		h.Write(b[:])
 	}
-	return int64(h)
+	return int64(h.Sum64())
 }
