@@ -104,9 +104,6 @@ func (c *Comm) CreateDynamic(ctx context.Context, opt WinOptions) (*Win, error) 
 	return c.create(ctx, "CreateDynamic", mem.Alloc(0), true, opt, &dynState{attached: make(map[uint32]attachment)})
 }
 
-// Dynamic reports whether w is a dynamic window.
-func (w *Win) Dynamic() bool { return w != nil && w.dyn != nil }
-
 // checkDynamic checks that w is a live dynamic window.
 func (w *Win) checkDynamic(op string) error {
 	if err := w.check(op); err != nil {

@@ -93,9 +93,6 @@ func (c *Comm) JobRanks() []int {
 	return slices.Clone(c.grp.world)
 }
 
-// JobSize returns the number of ranks of the job.
-func (c *Comm) JobSize() int { return c.core.size }
-
 // newContexts agrees with the other ranks of c on two fresh message
 // contexts, collectively: each rank offers the next context it has not
 // used and takes none below the largest offer, so a context agreed on is
