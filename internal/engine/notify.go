@@ -42,7 +42,7 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 		return
 	}
 	w := t.last.Load()
-	if w == nil || (key != w.key && key != w.ctlKey) {
+	if w == nil || (!key.Equal(&w.key) && !key.Equal(&w.ctlKey)) {
 		if w = t.m[key]; w == nil {
 			return
 		}
@@ -54,7 +54,7 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 		w.badNotices.Add(1)
 		return
 	}
-	if key == w.ctlKey {
+	if key.Equal(&w.ctlKey) {
 		w.handleCtl(src, n)
 		return
 	}
@@ -102,7 +102,7 @@ func (c *Comm) handleNotice(src int, key transport.Key, n transport.Notice) {
 // count of matches, so that the poll leaves later notices where they are.
 func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) (done bool) {
 	r := w.directReq
-	if key != w.key || n.Kind() != transport.NoticeTag || n.Tag() < 0 || r == nil || w.freed || w.c.commRank(src) < 0 {
+	if !key.Equal(&w.key) || n.Kind() != transport.NoticeTag || n.Tag() < 0 || r == nil || w.freed || w.c.commRank(src) < 0 {
 		w.c.handleNotice(src, key, n)
 		return false
 	}

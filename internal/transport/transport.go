@@ -64,6 +64,15 @@ func (k Key) AsWord() (uint64, bool) {
 	return binary.LittleEndian.Uint64(k[:8]), [KeySize - 8]byte(k[8:]) == [KeySize - 8]byte{}
 }
 
+// Equal reports whether k and o are the same key, as k == o does; it
+// compares four words in line where == on an array of 32 bytes calls the
+// runtime, which the hot paths (a notice's window, found by its key) feel.
+func (k *Key) Equal(o *Key) bool {
+	le := binary.LittleEndian
+	return le.Uint64(k[:8]) == le.Uint64(o[:8]) && le.Uint64(k[8:16]) == le.Uint64(o[8:16]) &&
+		le.Uint64(k[16:24]) == le.Uint64(o[16:24]) && le.Uint64(k[24:]) == le.Uint64(o[24:])
+}
+
 // NoticeKind says how the target of an operation is told of it.
 type NoticeKind uint8
 

@@ -209,7 +209,9 @@ func (e *Endpoint) drain(t transport.NoticeTaker, max int) bool {
 		if t == nil {
 			h(src, key, n)
 		} else if t(src, key, n) {
-			break
+			// The caller has what it waits for: the rest can wait
+			// for its next poll.
+			return true
 		}
 	}
 	for src := range e.own.ringHeads {
