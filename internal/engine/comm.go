@@ -71,6 +71,10 @@ type core struct {
 	// poller is the endpoint as a transport.Poller, if it is one: its
 	// notices and active messages are drained by the waiting rank.
 	poller transport.Poller
+	// waker is the endpoint as a transport.Waker, if it is one: an origin
+	// that sets a signal word itself, through the mapping of the target's
+	// window, wakes the target's waiters with it (signalDirect).
+	waker transport.Waker
 	// sleeper is the poller as a transport.Sleeper, if it is one: its
 	// waiters sleep on the transport's doorbell.
 	sleeper transport.Sleeper
@@ -112,6 +116,7 @@ func New(ep transport.Endpoint, abort <-chan struct{}, abortErr func() error) *C
 	}
 	k.poller, _ = ep.(transport.Poller)
 	k.sleeper, _ = ep.(transport.Sleeper)
+	k.waker, _ = ep.(transport.Waker)
 	host := ep.Host()
 	k.pollSpins = pollSpinsShared
 	if !sharesCores(host, k.size) {

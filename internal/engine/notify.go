@@ -518,6 +518,68 @@ func (w *Win) WaitSignal(ctx context.Context, off int, cmp Cmp, v uint64) (uint6
 	return got, nil
 }
 
+// Signals set directly. Where the transport maps a target's window into
+// this process (a transport.MappedRegion: ranks of one host) and can wake
+// that rank's waiters (transport.Waker), the origin of a signal updates
+// the word itself, once its operation is complete at the target, with an
+// atomic instruction on the mapping, and then wakes the target: no notice
+// crosses the transport, and a waiter (WaitSignal) sees the word change
+// as soon as its line arrives. It is what the target's handler would do
+// with the notice, done earlier: rule 1 of notified access holds (the
+// operation is complete first, and the atomic instruction orders its
+// stores before the word's), and so does the order of one origin's
+// notices to one target: a notice issued earlier is in the target's
+// rings, where the target's next look finds it, before the word changes.
+
+// signalMapping returns rank r's window of w as this process maps it, if
+// signals to r can be set directly: the transport completes operations
+// on return, maps r's memory and can wake r's waiters. Dynamic windows
+// keep notices: their signal offsets name the window, not an attachment.
+func (c *Comm) signalMapping(w *Win, r int) []byte {
+	if c.waker == nil || !w.synchronous || w.dyn != nil {
+		return nil
+	}
+	mr, ok := w.regions[r].(transport.MappedRegion)
+	if !ok {
+		return nil
+	}
+	m, ok := mr.Mapped()
+	if !ok || len(m) != w.sizes[r] {
+		return nil
+	}
+	return m
+}
+
+// signalDirect splits off the signal of an operation to target t that
+// this rank sets itself (see signalMapping): it returns the notice the
+// operation carries instead (none) and the word to update, or n and nil.
+func (w *Win) signalDirect(t int, n transport.Notice) (transport.Notice, []byte) {
+	if n.Kind() != transport.NoticeSignal || w.mapped == nil || w.mapped[t] == nil {
+		return n, nil
+	}
+	if op := n.Op(); op != transport.SignalSet && op != transport.SignalAdd {
+		return n, nil
+	}
+	m := w.mapped[t]
+	// checkNotice has bounded and aligned the offset; look again, as the
+	// target's handler would, since this writes into its memory.
+	if n.Offset() > uint64(len(m)-8) || len(m) < 8 || n.Offset()%8 != 0 {
+		return n, nil
+	}
+	return transport.Notice{}, m[n.Offset() : n.Offset()+8]
+}
+
+// setSignal applies signal n to word, a word of target t's window, and
+// wakes t's waiters.
+func (w *Win) setSignal(t int, n transport.Notice, word []byte) {
+	if n.Op() == transport.SignalAdd {
+		mem.AtomicAdd64(word, n.Value())
+	} else {
+		mem.AtomicSwap64(word, n.Value()) // a swap, for its full barrier
+	}
+	w.c.waker.WakeRank(w.c.jobRank(t))
+}
+
 // Notice is what an operation carries to tell its target; the transport
 // delivers it unchanged after the data (see transport.Notice).
 type Notice = transport.Notice

@@ -216,6 +216,24 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 
 // exec performs a, checked into p, now. c may be nil.
 func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) error {
+	if w.mapped == nil {
+		return w.execOp(name, a, p, c)
+	}
+	n, word := w.signalDirect(a.Target, p.notice)
+	if word == nil {
+		return w.execOp(name, a, p, c)
+	}
+	q := *p
+	q.notice = n
+	if err := w.execOp(name, a, &q, c); err != nil {
+		return err
+	}
+	w.setSignal(a.Target, p.notice, word)
+	return nil
+}
+
+// execOp is exec without signals set directly.
+func (w *Win) execOp(name string, a *Access, p *plan, c *transport.Completion) error {
 	reg := p.reg
 	esz := a.Type.Size()
 	if a.Kind == KindFetchAndOp || a.Kind == KindCompareAndSwap {

@@ -124,6 +124,7 @@ type Win struct {
 	regions    []transport.Region // data region of each rank
 	ctlRegions []transport.Region // control region of each rank
 	lockWords  []transport.Word   // each rank's lock word, if the transport gives words (Caps.Direct)
+	mapped     [][]byte           // each rank's window as this process maps it, where signals are set directly (signalDirect); nil if none
 	sizes      []int              // window size of each rank, bytes
 	units      []int              // displacement unit of each rank
 
@@ -295,6 +296,12 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		}
 		if w.ctlRegions[r], err = c.ep.Region(c.jobRank(r), transport.Key(rec[infoCtlKey:infoLen]), ctlSize(n)); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
+		}
+		if m := c.signalMapping(w, r); m != nil {
+			if w.mapped == nil {
+				w.mapped = make([][]byte, n)
+			}
+			w.mapped[r] = m
 		}
 		if wr, ok := w.ctlRegions[r].(transport.WordRegion); ok && c.ep.Caps().Direct {
 			if w.lockWords == nil {

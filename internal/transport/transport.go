@@ -471,6 +471,19 @@ type Poller interface {
 	Park()
 }
 
+// Waker is implemented by endpoints whose ranks may wait for changes that
+// a peer makes with loads and stores, through a MappedRegion, rather than
+// through the transport's operations: a signal word that the origin sets
+// itself, where the target's memory is mapped, instead of sending a
+// notice. WakeRank makes rank's waiters look again, as an arrival would
+// (it rings the doorbell a Sleeper's waiters sleep on); it costs a load
+// unless one sleeps. The caller makes its change with an atomic
+// read-modify-write (a full barrier) before it calls WakeRank, so that a
+// waiter registering to sleep either sees the change or is woken.
+type Waker interface {
+	WakeRank(rank int)
+}
+
 // Sleeper is implemented by Pollers whose waiters can sleep on the
 // transport's own doorbell (a futex that producers ring), so that an
 // arrival wakes the waiting thread itself rather than a background

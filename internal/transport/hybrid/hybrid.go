@@ -26,6 +26,7 @@ type Endpoint struct {
 	rank, size int
 	local      transport.Endpoint // over the ranks of this host, in rank order
 	sleeper    transport.Sleeper  // local as a Sleeper
+	waker      transport.Waker    // local as a Waker, if it is one
 	remote     transport.Endpoint // over all ranks
 	caps       transport.Caps
 	host       transport.Host
@@ -69,6 +70,7 @@ var (
 	_ transport.Endpoint = (*Endpoint)(nil)
 	_ transport.Poller   = (*Endpoint)(nil)
 	_ transport.Sleeper  = (*Endpoint)(nil)
+	_ transport.Waker    = (*Endpoint)(nil)
 )
 
 // killer is transporttest.Killer: endpoints that can simulate the abrupt
@@ -98,8 +100,9 @@ func New(rank int, hosts []int, local, remote transport.Endpoint) (*Endpoint, er
 	if !ok {
 		return nil, fmt.Errorf("hybrid: local endpoint (%s) is not a transport.Sleeper", local.Caps().Name)
 	}
+	waker, _ := local.(transport.Waker)
 	e := &Endpoint{
-		rank: rank, size: n, local: local, sleeper: sleeper, remote: remote,
+		rank: rank, size: n, local: local, sleeper: sleeper, waker: waker, remote: remote,
 		localOf: make([]int, n),
 		failed:  make([]atomic.Bool, n),
 		live:    make(map[transport.Key]bool),

@@ -18,6 +18,15 @@ import (
 // (transport.Poller). Remote deliveries run on their own.
 func (e *Endpoint) Poll() bool { return e.sleeper.Poll() }
 
+// WakeRank wakes the waiters of rank, if it is a rank of this host and
+// the local endpoint is a Waker (transport.Waker): only those ranks' memory
+// is mapped here.
+func (e *Endpoint) WakeRank(rank int) {
+	if e.waker != nil && uint(rank) < uint(len(e.localOf)) && e.localOf[rank] >= 0 {
+		e.waker.WakeRank(e.localOf[rank])
+	}
+}
+
 // PollNotices is Poll with the local endpoint's notices given to t, with
 // global sources and hybrid keys (transport.Poller). It allocates nothing
 // unless several goroutines poll at once: waiters call it in their spin.

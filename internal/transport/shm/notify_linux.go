@@ -37,6 +37,14 @@ func (e *Endpoint) ring(t *ctl) {
 	}
 }
 
+// WakeRank wakes rank's waiters that sleep on its doorbell, if any
+// (transport.Waker); a bad rank is ignored.
+func (e *Endpoint) WakeRank(rank int) {
+	if uint(rank) < uint(len(e.peers)) && e.peers[rank] != nil {
+		e.ring(e.peers[rank])
+	}
+}
+
 // notify queues notice n about region key at target, waiting while the
 // target's ring is full.
 func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {

@@ -129,6 +129,7 @@ type Endpoint struct {
 var (
 	_ transport.Endpoint = (*Endpoint)(nil)
 	_ transport.Poller   = (*Endpoint)(nil)
+	_ transport.Waker    = (*Endpoint)(nil)
 )
 
 // ErrLayout reports a peer's control segment that is not what this
