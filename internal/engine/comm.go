@@ -73,7 +73,7 @@ type core struct {
 	poller transport.Poller
 	// waker is the endpoint as a transport.Waker, if it is one: an origin
 	// that sets a signal word itself, through the mapping of the target's
-	// window, wakes the target's waiters with it (signalDirect).
+	// window or counters, wakes the target's waiters with it (splitDirect).
 	waker transport.Waker
 	// sleeper is the poller as a transport.Sleeper, if it is one: its
 	// waiters sleep on the transport's doorbell.

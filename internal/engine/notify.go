@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 
@@ -31,8 +32,44 @@ import (
 const MaxTag = 1<<31 - 1
 
 // counterSet is a window's notification counters; it is replaced as a
-// whole by SetCounters.
-type counterSet struct{ v []atomic.Uint64 }
+// whole by SetCounters. Where origins may update them directly (see
+// signalMapping) they live in buf, library memory exposed under key, so
+// that origins on this host map them; otherwise buf is nil.
+type counterSet struct {
+	v   []atomic.Uint64
+	buf []byte
+	key transport.Key
+}
+
+// newCounterSet makes n counters, exposed if direct says so.
+func (c *Comm) newCounterSet(n int, direct bool) (*counterSet, error) {
+	if !direct || n == 0 {
+		return &counterSet{v: make([]atomic.Uint64, n)}, nil
+	}
+	buf := mem.Alloc(8 * n)
+	v, err := mem.Slice[atomic.Uint64](buf)
+	if err == nil {
+		var key transport.Key
+		if key, err = c.ep.Expose(buf); err == nil {
+			return &counterSet{v: v, buf: buf, key: key}, nil
+		}
+	}
+	mem.Free(buf)
+	return nil, err
+}
+
+// release unexposes and frees the counters' memory, once no handler
+// holds them (w.counting).
+func (cs *counterSet) release(w *Win) {
+	if cs == nil || cs.buf == nil {
+		return
+	}
+	for w.counting.Load() != 0 {
+		runtime.Gosched()
+	}
+	w.c.ep.Unexpose(cs.key)
+	mem.Free(cs.buf)
+}
 
 // handleNotice runs at the target for every notified operation, from job
 // rank src, whatever the communicator of its window.
@@ -334,12 +371,22 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 	if err := w.c.ep.FlushAll(ctx); err != nil {
 		return w.c.transportFailure("SetCounters", ctx, err, "flush")
 	}
-	var mine [1]int64
-	mine[0] = int64(n)
-	all := make([]int64, w.c.size)
+	// The new counters, in memory that origins of this host may map if
+	// they set signals directly (and then counters too).
+	cs, err := w.c.newCounterSet(n, w.mapped != nil)
+	if err != nil {
+		return opErr("SetCounters", w.c.rank, ErrInvalidArgs, "expose counters: %v", err)
+	}
+	// Each rank's record: its number of counters, and their key.
+	const rec = 8 + transport.KeySize
+	var mine [rec]byte
+	binary.LittleEndian.PutUint64(mine[:], uint64(n))
+	copy(mine[8:], cs.key[:])
+	all := make([]byte, rec*w.c.size)
 	// The allgather is also the barrier after which no operation issued
 	// before SetCounters is in flight anywhere.
-	if err := w.c.Allgather(ctx, mem.Bytes(mine[:]), mem.Bytes(all)); err != nil {
+	if err := w.c.Allgather(ctx, mine[:], all); err != nil {
+		cs.release(w)
 		return err
 	}
 	// The notices issued before SetCounters are all here, but a
@@ -347,7 +394,6 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 	// yet (and a poll handles only a first part): handle them, so that
 	// the counts carried over include them.
 	w.c.progress()
-	cs := &counterSet{v: make([]atomic.Uint64, n)}
 	old := w.counters.Swap(cs)
 	if old != nil {
 		// A handler that loaded the old set may still be about to
@@ -359,11 +405,47 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 			cs.v[i].Add(old.v[i].Load())
 		}
 	}
-	for r, k := range all {
-		w.ncounters[r] = int(k)
+	var ferr error
+	for r := range w.ncounters {
+		k := int(binary.LittleEndian.Uint64(all[r*rec:]))
+		w.ncounters[r] = k
+		if w.mapped == nil {
+			continue
+		}
+		w.counterMaps[r] = nil
+		if key := transport.Key(all[r*rec+8 : (r+1)*rec]); w.mapped[r] != nil && k > 0 && key != (transport.Key{}) {
+			m, err := w.mapCounters(r, key, k)
+			if err != nil && ferr == nil {
+				ferr = opErr("SetCounters", w.c.rank, ErrPeer, "counters of rank %d: %v", r, err)
+			}
+			w.counterMaps[r] = m
+		}
 	}
-	// Nobody may notify with the new sizes before every target has them.
-	return w.c.Barrier(ctx)
+	// Nobody may notify with the new sizes before every target has them,
+	// nor into the old counters once their owner is past this barrier.
+	err = w.c.Barrier(ctx)
+	old.release(w)
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// mapCounters returns rank r's k counters, exposed under key, as this
+// process maps them, or nil if the transport does not map them.
+func (w *Win) mapCounters(r int, key transport.Key, k int) ([]byte, error) {
+	reg, err := w.c.ep.Region(w.c.jobRank(r), key, 8*k)
+	if err != nil {
+		return nil, err
+	}
+	mr, ok := reg.(transport.MappedRegion)
+	if !ok {
+		return nil, nil
+	}
+	if m, ok := mr.Mapped(); ok && len(m) == 8*k {
+		return m, nil
+	}
+	return nil, nil
 }
 
 func (w *Win) counter(name string, i int) (*atomic.Uint64, error) {
@@ -518,23 +600,27 @@ func (w *Win) WaitSignal(ctx context.Context, off int, cmp Cmp, v uint64) (uint6
 	return got, nil
 }
 
-// Signals set directly. Where the transport maps a target's window into
-// this process (a transport.MappedRegion: ranks of one host) and can wake
-// that rank's waiters (transport.Waker), the origin of a signal updates
-// the word itself, once its operation is complete at the target, with an
-// atomic instruction on the mapping, and then wakes the target: no notice
-// crosses the transport, and a waiter (WaitSignal) sees the word change
-// as soon as its line arrives. It is what the target's handler would do
-// with the notice, done earlier: rule 1 of notified access holds (the
-// operation is complete first, and the atomic instruction orders its
-// stores before the word's), and so does the order of one origin's
-// notices to one target: a notice issued earlier is in the target's
-// rings, where the target's next look finds it, before the word changes.
+// Signals and counters set directly. Where the transport maps a target's
+// memory into this process (a transport.MappedRegion: ranks of one host)
+// and can wake that rank's waiters (transport.Waker), the origin of a
+// signal or counter notice updates the word itself, once its operation is
+// complete at the target, with an atomic instruction on the mapping (of
+// the target's window, or of its counters, which SetCounters exposes for
+// this), and then wakes the target: no notice crosses the transport, and
+// a waiter (WaitSignal, WaitCounter) sees the word change as soon as its
+// line arrives. It is what the target's handler would do with the notice,
+// done earlier: rule 1 of notified access holds (the operation is
+// complete first, and the atomic instruction orders its stores before the
+// word's), and so does the order of one origin's notices to one target: a
+// notice issued earlier is in the target's rings, where the target's next
+// look finds it, before the word changes. Tag notices, which the target
+// matches, still travel.
 
 // signalMapping returns rank r's window of w as this process maps it, if
-// signals to r can be set directly: the transport completes operations
-// on return, maps r's memory and can wake r's waiters. Dynamic windows
-// keep notices: their signal offsets name the window, not an attachment.
+// signals and counters of r can be set directly: the transport completes
+// operations on return, maps r's memory and can wake r's waiters.
+// Dynamic windows keep notices: their signal offsets name the window, not
+// an attachment.
 func (c *Comm) signalMapping(w *Win, r int) []byte {
 	if c.waker == nil || !w.synchronous || w.dyn != nil {
 		return nil
@@ -550,11 +636,22 @@ func (c *Comm) signalMapping(w *Win, r int) []byte {
 	return m
 }
 
-// signalDirect splits off the signal of an operation to target t that
-// this rank sets itself (see signalMapping): it returns the notice the
-// operation carries instead (none) and the word to update, or n and nil.
-func (w *Win) signalDirect(t int, n transport.Notice) (transport.Notice, []byte) {
-	if n.Kind() != transport.NoticeSignal || w.mapped == nil || w.mapped[t] == nil {
+// splitDirect splits off notice n of an operation to target t if this
+// rank applies it itself (a signal or counter, see signalMapping): it
+// returns the notice the operation carries instead (none) and the word to
+// update, or n and nil.
+func (w *Win) splitDirect(t int, n transport.Notice) (transport.Notice, []byte) {
+	if w.mapped == nil {
+		return n, nil
+	}
+	if n.Kind() == transport.NoticeCounter {
+		m := w.counterMaps[t]
+		if i := uint64(n.Tag()); n.Tag() < 0 || m == nil || i >= uint64(len(m)/8) {
+			return n, nil
+		}
+		return transport.Notice{}, m[8*n.Tag():][:8]
+	}
+	if n.Kind() != transport.NoticeSignal || w.mapped[t] == nil {
 		return n, nil
 	}
 	if op := n.Op(); op != transport.SignalSet && op != transport.SignalAdd {
@@ -563,16 +660,18 @@ func (w *Win) signalDirect(t int, n transport.Notice) (transport.Notice, []byte)
 	m := w.mapped[t]
 	// checkNotice has bounded and aligned the offset; look again, as the
 	// target's handler would, since this writes into its memory.
-	if n.Offset() > uint64(len(m)-8) || len(m) < 8 || n.Offset()%8 != 0 {
+	if len(m) < 8 || n.Offset() > uint64(len(m)-8) || n.Offset()%8 != 0 {
 		return n, nil
 	}
 	return transport.Notice{}, m[n.Offset() : n.Offset()+8]
 }
 
-// setSignal applies signal n to word, a word of target t's window, and
-// wakes t's waiters.
-func (w *Win) setSignal(t int, n transport.Notice, word []byte) {
-	if n.Op() == transport.SignalAdd {
+// applyDirect applies notice n, split off by splitDirect, to word, a word
+// of target t's memory, and wakes t's waiters.
+func (w *Win) applyDirect(t int, n transport.Notice, word []byte) {
+	if n.Kind() == transport.NoticeCounter {
+		mem.AtomicAdd64(word, 1)
+	} else if n.Op() == transport.SignalAdd {
 		mem.AtomicAdd64(word, n.Value())
 	} else {
 		mem.AtomicSwap64(word, n.Value()) // a swap, for its full barrier

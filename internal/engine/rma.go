@@ -219,7 +219,7 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	if w.mapped == nil {
 		return w.execOp(name, a, p, c)
 	}
-	n, word := w.signalDirect(a.Target, p.notice)
+	n, word := w.splitDirect(a.Target, p.notice)
 	if word == nil {
 		return w.execOp(name, a, p, c)
 	}
@@ -228,11 +228,11 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	if err := w.execOp(name, a, &q, c); err != nil {
 		return err
 	}
-	w.setSignal(a.Target, p.notice, word)
+	w.applyDirect(a.Target, p.notice, word)
 	return nil
 }
 
-// execOp is exec without signals set directly.
+// execOp is exec with every notice sent through the transport.
 func (w *Win) execOp(name string, a *Access, p *plan, c *transport.Completion) error {
 	reg := p.reg
 	esz := a.Type.Size()
@@ -344,7 +344,8 @@ func (w *Win) Do(a *Access) error {
 }
 
 // fastPath performs the commonest operations, a contiguous put or get,
-// plain or with a tag or counter notice, to a target whose lock is held
+// plain or with a tag or counter notice (or a signal this rank sets
+// itself, splitDirect), to a target whose lock is held
 // or whose epoch is immediate, without building a plan. It reports false,
 // having done nothing, whenever any check fails or the operation must be
 // queued; the general path then does the work and produces the error
@@ -359,8 +360,10 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		return false, nil
 	}
 	// A signal's offset is in displacement units, which the general path
-	// converts; a bad notice takes the general path for its error.
-	if a.Notice.Kind() == transport.NoticeSignal || w.checkNotice("", &a.Notice, t) != nil {
+	// converts, unless this rank sets it itself (below); a bad notice
+	// takes the general path for its error.
+	signal := a.Notice.Kind() == transport.NoticeSignal
+	if signal && (w.mapped == nil || w.mapped[t] == nil) || !signal && w.checkNotice("", &a.Notice, t) != nil {
 		return false, nil
 	}
 	r, fence := w.routeOf(t)
@@ -377,18 +380,35 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if a.Disp < 0 || hi != 0 || off > uint64(size) || int(off)+len(a.Origin) > size {
 		return false, nil
 	}
+	n, word := a.Notice, []byte(nil)
+	if signal {
+		// Set directly: the word at the displacement, in the target's
+		// units, of its window as mapped here.
+		m := w.mapped[t]
+		op := n.Op()
+		hi, so := bits.Mul64(n.Offset(), uint64(unit))
+		if op != transport.SignalSet && op != transport.SignalAdd || hi != 0 || len(m) < 8 || so > uint64(len(m)-8) || so%8 != 0 {
+			return false, nil
+		}
+		n, word = transport.Notice{}, m[so:so+8]
+	} else if w.mapped != nil {
+		n, word = w.splitDirect(t, n) // a counter this rank adds itself
+	}
 	if fence {
 		w.fenceUsed = true // only now that every check passed
 	}
 	if a.Kind == KindPut {
-		err = w.regions[t].Put(int(off), a.Origin, a.Notice, nil)
+		err = w.regions[t].Put(int(off), a.Origin, n, nil)
 	} else {
-		err = w.regions[t].Get(int(off), a.Origin, a.Notice, nil)
+		err = w.regions[t].Get(int(off), a.Origin, n, nil)
 	}
 	if err != nil {
-		err = w.transportErr(a.name(), t, int(off), err)
+		return true, w.transportErr(a.name(), t, int(off), err)
 	}
-	return true, err
+	if word != nil {
+		w.applyDirect(t, a.Notice, word)
+	}
+	return true, nil
 }
 
 // DoRequest issues a request-based operation (MPI_Rput and friends). As in

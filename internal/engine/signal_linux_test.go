@@ -17,7 +17,7 @@ import (
 
 // signalCount counts what the signals of a job cost the transport: the
 // signal notices its regions carried, and the wakes the engine asked for.
-type signalCount struct{ notices, wakes atomic.Int64 }
+type signalCount struct{ notices, counters, wakes atomic.Int64 }
 
 // signalRegion is a region that counts the signal notices it carries. It
 // keeps the inner region's mapping (MappedRegion), so that the engine may
@@ -33,18 +33,29 @@ func (r signalRegion) count(n transport.Notice) {
 	}
 }
 
+// countData counts the counter notices of data operations (the window's
+// control messages are counter notices without data, sendCtl).
+func (r signalRegion) countData(n transport.Notice, bytes int) {
+	if n.Kind() == transport.NoticeCounter && bytes > 0 {
+		r.n.counters.Add(1)
+	}
+}
+
 func (r signalRegion) Put(off int, src []byte, n transport.Notice, c *transport.Completion) error {
 	r.count(n)
+	r.countData(n, len(src))
 	return r.Region.Put(off, src, n, c)
 }
 
 func (r signalRegion) Get(off int, dst []byte, n transport.Notice, c *transport.Completion) error {
 	r.count(n)
+	r.countData(n, len(dst))
 	return r.Region.Get(off, dst, n, c)
 }
 
 func (r signalRegion) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, n transport.Notice, c *transport.Completion) error {
 	r.count(n)
+	r.countData(n, 1)
 	return r.Region.Accumulate(off, op, t, src, result, n, c)
 }
 
@@ -103,30 +114,7 @@ func TestSignalsSetDirectly(t *testing.T) {
 			// would be seen before the copy ends.
 			const n, rounds, size = 3, 50, 128 << 10
 			var count signalCount
-			cs := make([]*Comm, n)
-			if name == "shm" {
-				t.Setenv("NARMA_TRANSPORT", "shm")
-				eps, err := inproc.New(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r, ep := range eps {
-					cs[r] = New(shmSignals{ep.(*shm.Endpoint), &count}, nil, nil)
-				}
-			} else {
-				eps, err := local.New(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r, ep := range eps {
-					cs[r] = New(localSignals{ep, &count}, nil, nil)
-				}
-			}
-			t.Cleanup(func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			})
+			cs := signalJob(t, name, n, &count)
 			// Rank 1's window: a block of size bytes for each origin (0
 			// and 2), then a signal word for each. Origins put a block
 			// stamped with the round and add 1 to their signal; every
@@ -230,6 +218,152 @@ func TestSignalsSetDirectly(t *testing.T) {
 			} else if got := count.notices.Load(); got != signals {
 				t.Errorf("%d signal notices, want %d", got, signals)
 			}
+		})
+	}
+}
+
+// signalJob builds n communicators over shm or the in-process transport
+// (name), whose signals and counters count.
+func signalJob(t *testing.T, name string, n int, count *signalCount) []*Comm {
+	cs := make([]*Comm, n)
+	if name == "shm" {
+		t.Setenv("NARMA_TRANSPORT", "shm")
+		eps, err := inproc.New(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, ep := range eps {
+			cs[r] = New(shmSignals{ep.(*shm.Endpoint), count}, nil, nil)
+		}
+	} else {
+		eps, err := local.New(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, ep := range eps {
+			cs[r] = New(localSignals{ep, count}, nil, nil)
+		}
+	}
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	return cs
+}
+
+// TestCountersSetDirectly: over shared memory an origin adds to a
+// notification counter itself, through its mapping of the target's
+// counters, for puts (the fast path), gets and accumulates; no counter
+// notice with data crosses the transport, one wake per notice. The data
+// is in place when the target sees its count (rule 1). SetCounters in the
+// middle, growing the target's counters, carries the counts over, and the
+// origins then add to the new ones. Over the in-process transport the
+// counters travel as notices.
+func TestCountersSetDirectly(t *testing.T) {
+	for _, name := range []string{"shm", "local"} {
+		t.Run(name, func(t *testing.T) {
+			const n, rounds, size, target = 3, 40, 128 << 10, 1
+			var count signalCount
+			cs := signalJob(t, name, n, &count)
+			blockOff := func(origin int) int { return size * (origin / 2) }
+			ws := make([]*Win, n)
+			runOK(t, cs, func(ctx context.Context, c *Comm) error {
+				w, err := c.Allocate(ctx, 2*size, WinOptions{})
+				ws[c.rank] = w
+				if err != nil {
+					return err
+				}
+				k := 0
+				if c.rank == target {
+					k = 2
+				}
+				if err := w.SetCounters(ctx, k); err != nil {
+					return err
+				}
+				return w.LockAll(ctx, 0)
+			})
+			runOK(t, cs, func(ctx context.Context, c *Comm) error {
+				w := ws[c.rank]
+				block := make([]byte, size)
+				for i := uint64(1); i <= rounds; i++ {
+					if i == rounds/2 {
+						// Grow rank 1's counters to 3, collectively.
+						if err := w.UnlockAll(ctx); err != nil {
+							return err
+						}
+						k := 0
+						if c.rank == target {
+							k = 3
+						}
+						if err := w.SetCounters(ctx, k); err != nil {
+							return err
+						}
+						if err := w.LockAll(ctx, 0); err != nil {
+							return err
+						}
+					}
+					if c.rank == target {
+						for _, o := range []int{0, 2} {
+							if err := w.WaitCounter(ctx, o/2, i); err != nil {
+								return err
+							}
+							want := bytes.Repeat([]byte{byte(i + uint64(o))}, size)
+							if got := w.mem[blockOff(o):][:size]; !bytes.Equal(got, want) {
+								return fmt.Errorf("round %d: count of rank %d seen before its data", i, o)
+							}
+						}
+					} else {
+						for k := range block {
+							block[k] = byte(i + uint64(c.rank))
+						}
+						nt := TagNotice(NoticeCounter, int32(c.rank/2))
+						var err error
+						switch {
+						case i%10 == 0:
+							if err = w.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: block, Target: target, Disp: blockOff(c.rank)}); err == nil {
+								back := make([]byte, size)
+								err = w.Do(&Access{Kind: KindGet, Type: mem.Uint8, Origin: back, Target: target, Disp: blockOff(c.rank), Notice: nt})
+							}
+						case i%5 == 0:
+							if err = w.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: block[:size-1], Target: target, Disp: blockOff(c.rank)}); err == nil {
+								err = w.Do(&Access{Kind: KindAccumulate, Op: mem.Replace, Type: mem.Uint8, Origin: block[size-1:], Target: target, Disp: blockOff(c.rank) + size - 1, Notice: nt})
+							}
+						default:
+							err = w.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: block, Target: target, Disp: blockOff(c.rank), Notice: nt})
+						}
+						if err != nil {
+							return err
+						}
+						if err := w.Flush(ctx, target); err != nil {
+							return err
+						}
+					}
+					if err := c.Barrier(ctx); err != nil {
+						return err
+					}
+				}
+				if c.rank == target {
+					for i := range 2 {
+						if v, err := w.Counter(i); err != nil || v != rounds {
+							return fmt.Errorf("counter %d = %d, %v; want %d", i, v, err, rounds)
+						}
+					}
+				}
+				return w.UnlockAll(ctx)
+			})
+			notices := int64(2 * rounds)
+			if name == "shm" {
+				if got := count.counters.Load(); got != 0 {
+					t.Errorf("%d counter notices with data crossed the transport, want none", got)
+				}
+				if got := count.wakes.Load(); got != notices {
+					t.Errorf("%d wakes, want one per notice, %d", got, notices)
+				}
+			} else if got := count.counters.Load(); got != notices {
+				t.Errorf("%d counter notices, want %d", got, notices)
+			}
+			runOK(t, cs, func(ctx context.Context, c *Comm) error { return ws[c.rank].Free(ctx) })
 		})
 	}
 }

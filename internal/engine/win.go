@@ -121,12 +121,13 @@ type Win struct {
 	key      transport.Key
 	ctlKey   transport.Key
 
-	regions    []transport.Region // data region of each rank
-	ctlRegions []transport.Region // control region of each rank
-	lockWords  []transport.Word   // each rank's lock word, if the transport gives words (Caps.Direct)
-	mapped     [][]byte           // each rank's window as this process maps it, where signals are set directly (signalDirect); nil if none
-	sizes      []int              // window size of each rank, bytes
-	units      []int              // displacement unit of each rank
+	regions     []transport.Region // data region of each rank
+	ctlRegions  []transport.Region // control region of each rank
+	lockWords   []transport.Word   // each rank's lock word, if the transport gives words (Caps.Direct)
+	mapped      [][]byte           // each rank's window as this process maps it, where signals and counters are set directly (splitDirect); nil if none
+	counterMaps [][]byte           // each rank's notification counters as this process maps them, where mapped is not nil (SetCounters)
+	sizes       []int              // window size of each rank, bytes
+	units       []int              // displacement unit of each rank
 
 	freed bool
 
@@ -300,6 +301,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		if m := c.signalMapping(w, r); m != nil {
 			if w.mapped == nil {
 				w.mapped = make([][]byte, n)
+				w.counterMaps = make([][]byte, n)
 			}
 			w.mapped[r] = m
 		}
@@ -374,6 +376,7 @@ func (w *Win) Free(ctx context.Context) error {
 	c.winsMu.Unlock()
 	c.ep.Unexpose(w.key)
 	c.ep.Unexpose(w.ctlKey)
+	w.counters.Load().release(w)
 	w.detachAll()
 	if w.owned {
 		mem.Free(w.mem)
