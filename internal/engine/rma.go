@@ -219,7 +219,7 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	if w.mapped == nil {
 		return w.execOp(name, a, p, c)
 	}
-	n, word := w.splitDirect(a.Target, p.notice)
+	n, word := w.splitDirect(a.Target, p.notice, len(a.Origin))
 	if word == nil {
 		return w.execOp(name, a, p, c)
 	}
@@ -363,7 +363,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	// converts, unless this rank sets it itself (below); a bad notice
 	// takes the general path for its error.
 	signal := a.Notice.Kind() == transport.NoticeSignal
-	if signal && (w.mapped == nil || w.mapped[t] == nil) || !signal && w.checkNotice("", &a.Notice, t) != nil {
+	if signal && (w.mapped == nil || w.mapped[t] == nil || len(a.Origin) > directMax) || !signal && w.checkNotice("", &a.Notice, t) != nil {
 		return false, nil
 	}
 	r, fence := w.routeOf(t)
@@ -392,7 +392,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		}
 		n, word = transport.Notice{}, m[so:so+8]
 	} else if w.mapped != nil {
-		n, word = w.splitDirect(t, n) // a counter this rank adds itself
+		n, word = w.splitDirect(t, n, len(a.Origin)) // a counter this rank adds itself
 	}
 	if fence {
 		w.fenceUsed = true // only now that every check passed

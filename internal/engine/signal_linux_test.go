@@ -17,14 +17,29 @@ import (
 
 // signalCount counts what the signals of a job cost the transport: the
 // signal notices its regions carried, and the wakes the engine asked for.
-type signalCount struct{ notices, counters, wakes atomic.Int64 }
+type signalCount struct {
+	notices, counters, wakes atomic.Int64
+	// before, if set, runs at each data operation of rank origin on a
+	// region before the transport performs it, with the region's memory
+	// as mapped: what it sees there was written before the operation.
+	before func(origin int, mapped []byte)
+}
 
 // signalRegion is a region that counts the signal notices it carries. It
 // keeps the inner region's mapping (MappedRegion), so that the engine may
 // set signals through it.
 type signalRegion struct {
 	transport.Region
-	n *signalCount
+	n      *signalCount
+	origin int
+}
+
+func (r signalRegion) look() {
+	if r.n.before != nil {
+		if m, ok := r.Mapped(); ok {
+			r.n.before(r.origin, m)
+		}
+	}
 }
 
 func (r signalRegion) count(n transport.Notice) {
@@ -44,18 +59,21 @@ func (r signalRegion) countData(n transport.Notice, bytes int) {
 func (r signalRegion) Put(off int, src []byte, n transport.Notice, c *transport.Completion) error {
 	r.count(n)
 	r.countData(n, len(src))
+	r.look()
 	return r.Region.Put(off, src, n, c)
 }
 
 func (r signalRegion) Get(off int, dst []byte, n transport.Notice, c *transport.Completion) error {
 	r.count(n)
 	r.countData(n, len(dst))
+	r.look()
 	return r.Region.Get(off, dst, n, c)
 }
 
 func (r signalRegion) Accumulate(off int, op mem.Op, t mem.Type, src, result []byte, n transport.Notice, c *transport.Completion) error {
 	r.count(n)
 	r.countData(n, 1)
+	r.look()
 	return r.Region.Accumulate(off, op, t, src, result, n, c)
 }
 
@@ -76,7 +94,7 @@ type shmSignals struct {
 
 func (e shmSignals) Region(target int, key transport.Key, size int) (transport.Region, error) {
 	r, err := e.Endpoint.Region(target, key, size)
-	return signalRegion{r, e.n}, err
+	return signalRegion{r, e.n, e.Rank()}, err
 }
 
 func (e shmSignals) WakeRank(rank int) {
@@ -93,12 +111,13 @@ type localSignals struct {
 
 func (e localSignals) Region(target int, key transport.Key, size int) (transport.Region, error) {
 	r, err := e.Endpoint.Region(target, key, size)
-	return signalRegion{r, e.n}, err
+	return signalRegion{r, e.n, e.Rank()}, err
 }
 
 // TestSignalsSetDirectly: over shared memory an origin sets a signal word
 // itself, through its mapping of the target's window, and wakes the
-// target: no signal notice crosses the transport, one wake per signal.
+// target: no signal notice crosses the transport, one wake per signal;
+// an operation larger than directMax sends its notice.
 // Over a transport that is not a Waker the signals travel as notices.
 // Either way the operation's data is in place when the target sees its
 // signal (rule 1), for puts, gets and accumulates, from two origins at
@@ -110,9 +129,8 @@ func TestSignalsSetDirectly(t *testing.T) {
 	sleepMax = time.Hour
 	for _, name := range []string{"shm", "local"} {
 		t.Run(name, func(t *testing.T) {
-			// Blocks large enough that a signal set before its data
-			// would be seen before the copy ends.
-			const n, rounds, size = 3, 50, 128 << 10
+			// Blocks as large as an origin sets signals for itself.
+			const n, rounds, size = 3, 50, directMax
 			var count signalCount
 			cs := signalJob(t, name, n, &count)
 			// Rank 1's window: a block of size bytes for each origin (0
@@ -124,6 +142,15 @@ func TestSignalsSetDirectly(t *testing.T) {
 			const target = 1
 			sigOff := func(origin int) int { return 2*size + 8*(origin/2) }
 			blockOff := func(origin int) int { return size * (origin / 2) }
+			// Rule 1, whatever the timing: when an origin's operation
+			// reaches the transport, its signal is not yet set.
+			var round [n]atomic.Uint64
+			var early atomic.Int64
+			count.before = func(origin int, m []byte) {
+				if len(m) == 2*size+16 && mem.AtomicLoad64(m[sigOff(origin):]) >= round[origin].Load() {
+					early.Add(1)
+				}
+			}
 			ws := make([]*Win, n)
 			runOK(t, cs, func(ctx context.Context, c *Comm) error {
 				w, err := c.Allocate(ctx, 2*size+16, WinOptions{})
@@ -174,6 +201,7 @@ func TestSignalsSetDirectly(t *testing.T) {
 					for k := range block {
 						block[k] = byte(i + uint64(c.rank))
 					}
+					round[c.rank].Store(i)
 					var err error
 					switch {
 					case i%10 == 0:
@@ -207,6 +235,10 @@ func TestSignalsSetDirectly(t *testing.T) {
 				}
 				return nil
 			})
+			if k := early.Load(); k > 0 {
+				t.Errorf("%d operations reached the transport after their signal was set", k)
+			}
+			count.before = nil
 			signals := int64(2 * rounds)
 			if name == "shm" {
 				if got := count.notices.Load(); got != 0 {
@@ -217,6 +249,27 @@ func TestSignalsSetDirectly(t *testing.T) {
 				}
 			} else if got := count.notices.Load(); got != signals {
 				t.Errorf("%d signal notices, want %d", got, signals)
+			}
+			// A put larger than directMax sends its signal as a notice.
+			before := count.notices.Load()
+			runOK(t, cs, func(ctx context.Context, c *Comm) error {
+				w := ws[c.rank]
+				if c.rank == target {
+					for _, o := range []int{0, 2} {
+						if _, err := w.WaitSignal(ctx, sigOff(o), CmpGE, rounds+1); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				big := make([]byte, directMax+8)
+				if err := w.Do(&Access{Kind: KindPut, Type: mem.Uint8, Origin: big, Target: target, Disp: 0, Notice: SignalNotice(SignalAdd, uint64(sigOff(c.rank)), 1)}); err != nil {
+					return err
+				}
+				return w.Flush(ctx, target)
+			})
+			if got := count.notices.Load() - before; got != 2 {
+				t.Errorf("puts of %d bytes sent %d signal notices, want 2", directMax+8, got)
 			}
 		})
 	}
@@ -263,7 +316,7 @@ func signalJob(t *testing.T, name string, n int, count *signalCount) []*Comm {
 func TestCountersSetDirectly(t *testing.T) {
 	for _, name := range []string{"shm", "local"} {
 		t.Run(name, func(t *testing.T) {
-			const n, rounds, size, target = 3, 40, 128 << 10, 1
+			const n, rounds, size, target = 3, 40, directMax, 1
 			var count signalCount
 			cs := signalJob(t, name, n, &count)
 			blockOff := func(origin int) int { return size * (origin / 2) }

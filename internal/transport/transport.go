@@ -477,9 +477,10 @@ type Poller interface {
 // itself, where the target's memory is mapped, instead of sending a
 // notice. WakeRank makes rank's waiters look again, as an arrival would
 // (it rings the doorbell a Sleeper's waiters sleep on); it costs a load
-// unless one sleeps. The caller makes its change with an atomic
-// read-modify-write (a full barrier) before it calls WakeRank, so that a
-// waiter registering to sleep either sees the change or is woken.
+// unless one sleeps. The caller makes its change, a plain store if it
+// likes, before it calls WakeRank, which orders the caller's stores
+// before its look at rank's sleepers, so that a waiter registering to
+// sleep either sees the change or is woken.
 type Waker interface {
 	WakeRank(rank int)
 }

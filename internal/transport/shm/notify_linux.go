@@ -2,6 +2,7 @@ package shm
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/narma-rma/narma/internal/sys"
 	"github.com/narma-rma/narma/internal/transport"
@@ -38,11 +39,21 @@ func (e *Endpoint) ring(t *ctl) {
 }
 
 // WakeRank wakes rank's waiters that sleep on its doorbell, if any
-// (transport.Waker); a bad rank is ignored.
+// (transport.Waker); a bad rank is ignored. The caller's stores before it
+// are visible to a waiter that registers to sleep, before its last look:
+// by the waiter's global barrier (membarrier) where rank's waiters run
+// one, else by a full barrier here, between them and the look at the
+// sleepers.
 func (e *Endpoint) WakeRank(rank int) {
-	if uint(rank) < uint(len(e.peers)) && e.peers[rank] != nil {
-		e.ring(e.peers[rank])
+	if uint(rank) >= uint(len(e.peers)) || e.peers[rank] == nil {
+		return
 	}
+	t := e.peers[rank]
+	if !t.relaxed {
+		var fence atomic.Uint32
+		fence.Add(1) // a locked instruction: a full barrier
+	}
+	e.ring(t)
 }
 
 // notify queues notice n about region key at target, waiting while the
