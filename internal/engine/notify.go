@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 
@@ -666,19 +667,27 @@ func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notic
 		}
 		return transport.Notice{}, m[8*n.Tag():][:8]
 	}
-	if n.Kind() != transport.NoticeSignal || w.mapped[t] == nil {
+	if n.Kind() != transport.NoticeSignal {
 		return n, nil
 	}
-	if op := n.Op(); op != transport.SignalSet && op != transport.SignalAdd {
-		return n, nil
+	if word := w.mappedSignal(t, n.Op(), n.Offset(), 1); word != nil {
+		return transport.Notice{}, word
 	}
+	return n, nil
+}
+
+// mappedSignal returns the word of target t's window, as mapped here, that
+// a signal of operation op at displacement disp (in units of unit bytes)
+// updates, or nil if this rank does not set it itself: no mapping, an
+// operation or displacement a handler would refuse (checkNotice has
+// looked already; this looks again since it writes into t's memory).
+func (w *Win) mappedSignal(t int, op transport.SignalOp, disp, unit uint64) []byte {
 	m := w.mapped[t]
-	// checkNotice has bounded and aligned the offset; look again, as the
-	// target's handler would, since this writes into its memory.
-	if len(m) < 8 || n.Offset() > uint64(len(m)-8) || n.Offset()%8 != 0 {
-		return n, nil
+	hi, off := bits.Mul64(disp, unit)
+	if m == nil || op != transport.SignalSet && op != transport.SignalAdd || hi != 0 || len(m) < 8 || off > uint64(len(m)-8) || off%8 != 0 {
+		return nil
 	}
-	return transport.Notice{}, m[n.Offset() : n.Offset()+8]
+	return m[off : off+8]
 }
 
 // applyDirect applies notice n, split off by splitDirect, to word, a word

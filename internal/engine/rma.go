@@ -382,15 +382,11 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	}
 	n, word := a.Notice, []byte(nil)
 	if signal {
-		// Set directly: the word at the displacement, in the target's
-		// units, of its window as mapped here.
-		m := w.mapped[t]
-		op := n.Op()
-		hi, so := bits.Mul64(n.Offset(), uint64(unit))
-		if op != transport.SignalSet && op != transport.SignalAdd || hi != 0 || len(m) < 8 || so > uint64(len(m)-8) || so%8 != 0 {
+		// Set directly; the displacement is in the target's units.
+		if word = w.mappedSignal(t, n.Op(), n.Offset(), uint64(unit)); word == nil {
 			return false, nil
 		}
-		n, word = transport.Notice{}, m[so:so+8]
+		n = transport.Notice{}
 	} else if w.mapped != nil {
 		n, word = w.splitDirect(t, n, len(a.Origin)) // a counter this rank adds itself
 	}
