@@ -41,6 +41,8 @@ var ppVariants = []ppVariant{
 		open: sharedOpen, send: sharedSend, recv: sharedRecv},
 	{Variant: Variant{Name: "put-notify", Summary: "PutNotify with a Tag; target waits with a persistent request"},
 		open: lockAll, send: notifySend, recv: notifyRecv, close: unlockAll},
+	{Variant: Variant{Name: "put-notify-local", Summary: "PutNotify with a Tag, FlushLocal (the buffer is free again; the answer says the data arrived); target waits with a persistent request"},
+		open: lockAll, send: notifyLocalSend, recv: notifyRecv, close: unlockAll},
 	{Variant: Variant{Name: "get-notify", Summary: "owner notifies 'ready' (zero-byte PutNotify), peer GetNotify's the message; its notice frees the owner's buffer"},
 		open: lockAll, send: getSend, recv: getRecv, close: getClose},
 	{Variant: Variant{Name: "counter", Summary: "PutNotify with a Counter; target WaitCounter"},
@@ -501,6 +503,20 @@ func notifySend(p *pingPong, n int, stamp int64) error {
 		return err
 	}
 	return p.w.Flush(p.ctx, p.peer)
+}
+
+// put-notify-local: as put-notify, but the origin waits only until its
+// buffer is free (FlushLocal), not until the data arrived (a Flush, as in
+// the listing of the Notified Access paper): the answer says that it
+// did. On a transport whose puts complete at the target when issued, the
+// two are the same.
+
+func notifyLocalSend(p *pingPong, n int, stamp int64) error {
+	p.stamp(p.msg[:n], stamp)
+	if err := p.w.PutNotify(p.msg[:n], p.peer, p.at(stamp), narma.Tag(tagData)); err != nil {
+		return err
+	}
+	return p.w.FlushLocal(p.ctx, p.peer)
 }
 
 func notifyRecv(p *pingPong, n int, stamp int64) error {
