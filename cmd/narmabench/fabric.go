@@ -20,8 +20,8 @@ import (
 // `narmabench fabric` (builds with the tag fabric) compares, in one run
 // and in interleaved rounds, a ping-pong of notified puts over the
 // fabric transport with libfabric's own ping-pong of fi_writedata
-// (fabric.RawPingPong) and with narma's tcp transport: ranks as two
-// goroutines of this process.
+// (fabric.RawPingPong) of the same completion semantics, and with
+// narma's tcp transport: ranks as two goroutines of this process.
 func init() { extraCommands["fabric"] = fabricCommand }
 
 func fabricCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -32,9 +32,11 @@ func fabricCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rounds := fs.Int("rounds", 5, "measured rounds, interleaved")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: narmabench fabric [--sizes LIST] [--iters N] [--rounds N]")
-		fmt.Fprintln(stderr, "Ping-pong of notified puts (8-byte tags) between two goroutine ranks: libfabric's own fi_writedata")
-		fmt.Fprintln(stderr, "loop, narma's put-notify over the fabric transport and over tcp. NARMA_FABRIC_PROVIDER (default")
-		fmt.Fprintln(stderr, "tcp;ofi_rxm), NARMA_FABRIC_NODE (default 127.0.0.1 for tcp and sockets) and NARMA_FABRIC_DOMAIN choose the fabric.")
+		fmt.Fprintln(stderr, "Ping-pong of notified puts (8-byte tags) between two goroutine ranks. Raw, sent: libfabric's own fi_writedata")
+		fmt.Fprintln(stderr, "loop, writes completing when sent, against narma's put-notify-local (PutNotify, FlushLocal) over the fabric")
+		fmt.Fprintln(stderr, "transport. Raw, delivered: the writer waits for each write's delivery completion, against put-notify")
+		fmt.Fprintln(stderr, "(PutNotify, Flush) over the fabric transport and over tcp. NARMA_FABRIC_PROVIDER (default tcp;ofi_rxm),")
+		fmt.Fprintln(stderr, "NARMA_FABRIC_NODE (default 127.0.0.1 for tcp and sockets) and NARMA_FABRIC_DOMAIN choose the fabric.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -66,28 +68,57 @@ func fabricCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "# %s\n# ranks: 2 goroutines of this process; %d round trips per round, %d rounds interleaved; half round trips, medians\n", desc, *iters, *rounds)
 
-	variants := []string{"raw fi_writedata", "narma put-notify (fabric)", "narma put-notify (tcp)"}
+	// Two pairs, each narma against the raw loop of the same completion
+	// semantics: a put whose origin waits only for its buffer
+	// (put-notify-local) against fi_writedata completing when sent, and
+	// a put followed by a Flush (put-notify, the paper's listing) against
+	// fi_writedata whose writer waits for delivery completion.
+	type column struct {
+		name    string
+		raw     bool   // the raw loop, else narma
+		arg     string // the raw loop: "delivered" or ""; narma: its transport
+		variant string // narma's ping-pong variant
+		base    int    // the column a ratio is to, or -1
+	}
+	cols := []column{
+		{name: "raw, sent", raw: true, base: -1},
+		{name: "narma put-notify-local", arg: "fabric", variant: "put-notify-local", base: 0},
+		{name: "raw, delivered", raw: true, arg: "delivered", base: -1},
+		{name: "narma put-notify", arg: "fabric", variant: "put-notify", base: 2},
+		{name: "tcp put-notify", arg: "tcp", variant: "put-notify", base: 2},
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "size\t%s\t%s\tratio\t%s\tratio\t\n", variants[0], variants[1], variants[2])
+	fmt.Fprint(tw, "size\t")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "%s\t", c.name)
+		if c.base >= 0 {
+			fmt.Fprint(tw, "ratio\t")
+		}
+	}
+	fmt.Fprintln(tw)
 	for _, size := range sizes {
-		times := make([][]float64, len(variants))
+		times := make([][]float64, len(cols))
 		for range *rounds {
-			if ctx.Err() != nil {
-				return exitFail
-			}
-			d, err := fabric.RawPingPong(cfg, size, *iters, *iters/10)
-			if err != nil {
-				fmt.Fprintf(stderr, "narmabench fabric: raw ping-pong of %d bytes: %v\n", size, err)
-				return exitFail
-			}
-			times[0] = append(times[0], float64(d.Nanoseconds()))
-			for i, tr := range []string{"fabric", "tcp"} {
-				ns, err := putNotifyOver(ctx, tr, size, *iters)
-				if err != nil {
-					fmt.Fprintf(stderr, "narmabench fabric: put-notify over %s, %d bytes: %v\n", tr, size, err)
+			for i, c := range cols {
+				if ctx.Err() != nil {
 					return exitFail
 				}
-				times[1+i] = append(times[1+i], ns)
+				var ns float64
+				if c.raw {
+					d, err := fabric.RawPingPong(cfg, size, *iters, *iters/10, c.arg == "delivered")
+					if err != nil {
+						fmt.Fprintf(stderr, "narmabench fabric: raw ping-pong of %d bytes: %v\n", size, err)
+						return exitFail
+					}
+					ns = float64(d.Nanoseconds())
+				} else {
+					var err error
+					if ns, err = pingPongOver(ctx, c.arg, c.variant, size, *iters); err != nil {
+						fmt.Fprintf(stderr, "narmabench fabric: %s over %s, %d bytes: %v\n", c.variant, c.arg, size, err)
+						return exitFail
+					}
+				}
+				times[i] = append(times[i], ns)
 			}
 		}
 		med := make([]float64, len(times))
@@ -95,18 +126,23 @@ func fabricCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			slices.Sort(t)
 			med[i] = t[len(t)/2]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%s\t%.2fx\t\n", bench.FormatSize(size),
-			time.Duration(med[0]).Round(10*time.Nanosecond), time.Duration(med[1]).Round(10*time.Nanosecond), med[1]/med[0],
-			time.Duration(med[2]).Round(10*time.Nanosecond), med[2]/med[0])
+		fmt.Fprintf(tw, "%s\t", bench.FormatSize(size))
+		for i, c := range cols {
+			fmt.Fprintf(tw, "%s\t", time.Duration(med[i]).Round(10*time.Nanosecond))
+			if c.base >= 0 {
+				fmt.Fprintf(tw, "%.2fx\t", med[i]/med[c.base])
+			}
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	return exitOK
 }
 
-// putNotifyOver runs one round of the ping-pong experiment's put-notify
-// variant between two goroutine ranks over the in-process transport tr
-// and returns its half round trip in ns.
-func putNotifyOver(ctx context.Context, tr string, size, iters int) (float64, error) {
+// pingPongOver runs one round of the ping-pong experiment's variant
+// between two goroutine ranks over the in-process transport tr and
+// returns its half round trip in ns.
+func pingPongOver(ctx context.Context, tr, variant string, size, iters int) (float64, error) {
 	prev, had := os.LookupEnv("NARMA_TRANSPORT")
 	os.Setenv("NARMA_TRANSPORT", tr)
 	defer func() {
@@ -118,7 +154,7 @@ func putNotifyOver(ctx context.Context, tr string, size, iters int) (float64, er
 	}()
 	var ns float64
 	err := narma.RunContext(ctx, 2, func(c *narma.Comm) error {
-		rows, err := bench.PingPong().Run(c, bench.Config{Sizes: []int{size}, Variants: []string{"put-notify"}, Iters: iters, Rounds: 1, Warmup: iters / 10})
+		rows, err := bench.PingPong().Run(c, bench.Config{Sizes: []int{size}, Variants: []string{variant}, Iters: iters, Rounds: 1, Warmup: iters / 10})
 		if err != nil {
 			return err
 		}

@@ -205,6 +205,9 @@ func (e *Endpoint) Flush(ctx context.Context, target int) error {
 	if target == e.rank && e.limits == nil {
 		return nil // its operations on its own regions are done when issued
 	}
+	p.omu.Lock()
+	p.sinceFlush = 0 // the next write asks for delivery (ops.go)
+	p.omu.Unlock()
 	if err := e.waitIdle(ctx, p); err != nil {
 		return err
 	}
@@ -253,8 +256,14 @@ func (e *Endpoint) each(ctx context.Context, flush func(context.Context, int) er
 }
 
 // waitIdle polls until nothing issued to p is in flight.
+// Lazy writes issued meanwhile, from its queue perhaps, are confirmed.
 func (e *Endpoint) waitIdle(ctx context.Context, p *peer) error {
-	return e.await(ctx, p, func() bool { return p.idle() && p.inflight.Load() == 0 })
+	return e.await(ctx, p, func() bool {
+		if e.lazy {
+			e.confirm(p)
+		}
+		return p.idle() && p.inflight.Load() == 0
+	})
 }
 
 // await polls until done, p fails, the endpoint closes or ctx ends.

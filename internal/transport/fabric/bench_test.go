@@ -46,6 +46,49 @@ func BenchmarkPutFlush(b *testing.B) {
 	}
 }
 
+// BenchmarkNotifiedStream is what a pipeline's producer does: notified
+// puts (tags) of 64 bytes or 4 KiB, one Flush after every 64, between
+// two goroutine ranks; the target's progress takes the notices. ns/op is
+// per put.
+func BenchmarkNotifiedStream(b *testing.B) {
+	for _, size := range []int{64, 4096} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			eps := group(b, 2)
+			defer closeAll(eps)
+			buf := mem.Alloc(size)
+			defer mem.Free(buf)
+			key, err := eps[1].Expose(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got atomic.Int64
+			eps[1].SetNoticeHandler(func(int, transport.Key, transport.Notice) { got.Add(1) })
+			r, err := eps[0].Region(1, key, size)
+			if err != nil {
+				b.Fatal(err)
+			}
+			src := make([]byte, size)
+			n := transport.TagNotice(transport.NoticeTag, 1)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := r.Put(0, src, n, nil); err != nil {
+					b.Fatal(err)
+				}
+				if i%64 == 63 || i == b.N-1 {
+					if err := eps[0].Flush(ctx, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			for got.Load() < int64(b.N) {
+				eps[1].Poll()
+			}
+		})
+	}
+}
+
 func sizeName(n int) string {
 	if n >= 1024 {
 		return itoa(n/1024) + "K"
@@ -72,13 +115,19 @@ func closeAll(eps []*fabric.Endpoint) {
 // trip.
 func BenchmarkPingPong(b *testing.B) {
 	for _, size := range []int{8, 4096} {
-		b.Run("raw/"+sizeName(size), func(b *testing.B) {
-			d, err := fabric.RawPingPong(testConfig(), size, max(b.N/2, 1), 100)
-			if err != nil {
-				b.Fatal(err)
+		for _, delivered := range []bool{false, true} {
+			name := "raw/"
+			if delivered {
+				name = "raw-delivered/"
 			}
-			b.ReportMetric(float64(d.Nanoseconds()), "ns/half-rtt")
-		})
+			b.Run(name+sizeName(size), func(b *testing.B) {
+				d, err := fabric.RawPingPong(testConfig(), size, max(b.N/2, 1), 100, delivered)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(d.Nanoseconds()), "ns/half-rtt")
+			})
+		}
 		b.Run("transport/"+sizeName(size), func(b *testing.B) {
 			eps := group(b, 2)
 			defer closeAll(eps)

@@ -78,10 +78,26 @@ var atomicOrders = [][2]uint64{
 	{orderRAR, orderAtomicRAR}, {orderRAW, orderAtomicRAW}, {orderWAR, orderAtomicWAR}, {orderWAW, orderAtomicWAW},
 }
 
-// withAtomicOrders adds to msg_order the orders of atomics alone that
-// its orders of RMA and atomics together imply.
-func withAtomicOrders(order uint64) uint64 {
+// rmaOrders gives for each of libfabric's orders of RMA operations alone
+// (libfabric 1.16 and later, which some providers report instead) the
+// order of RMA and atomics together whose part between RMA operations it
+// is: orderBits asks the latter only of RMA operations.
+var rmaOrders = [][2]uint64{
+	{uint64(C.FI_ORDER_RMA_RAR), orderRAR}, {uint64(C.FI_ORDER_RMA_RAW), orderRAW},
+	{uint64(C.FI_ORDER_RMA_WAR), orderWAR}, {uint64(C.FI_ORDER_RMA_WAW), orderWAW},
+}
+
+// withImpliedOrders adds to msg_order the orders of atomics alone that
+// its orders of RMA and atomics together imply, then stands its orders
+// of RMA alone for those of RMA and atomics together, as orderBits asks
+// them of RMA operations only (the atomics' orders were derived first).
+func withImpliedOrders(order uint64) uint64 {
 	for _, o := range atomicOrders {
+		if order&o[0] != 0 {
+			order |= o[1]
+		}
+	}
+	for _, o := range rmaOrders {
 		if order&o[0] != 0 {
 			order |= o[1]
 		}
@@ -128,7 +144,7 @@ func openLib(prov, node, domain string, delivery bool) (*lib, attr, error) {
 		fabric:     C.GoString(&a.fabric[0]),
 		domain:     C.GoString(&a.domain[0]),
 		mrMode:     uint64(a.mr_mode),
-		msgOrder:   withAtomicOrders(uint64(a.msg_order)),
+		msgOrder:   withImpliedOrders(uint64(a.msg_order)),
 		cqDataSize: int(a.cq_data_size),
 		injectSize: int(a.inject_size),
 		maxMsgSize: uint64(a.max_msg_size),
@@ -226,10 +242,11 @@ func ptr(b []byte) unsafe.Pointer {
 // write issues an RMA write of src to (addr, key) at rank dest, with
 // remote CQ data if withData. With inject the source is consumed before
 // the call returns; otherwise the caller keeps src pinned and unchanged
-// until the completion of ctx.
-func (l *lib) write(src []byte, desc uint64, dest int, addr, key, data uint64, withData, inject bool, ctx uint64) int {
+// until the completion of ctx. The write completes once delivered if
+// delivery and the provider grants it (attr.delivery), else once sent.
+func (l *lib) write(src []byte, desc uint64, dest int, addr, key, data uint64, withData, inject, delivery bool, ctx uint64) int {
 	return int(C.nf_write(l.p, ptr(src), C.uint64_t(desc), C.size_t(len(src)), C.uint64_t(dest), C.uint64_t(addr), C.uint64_t(key),
-		C.uint64_t(data), cbool(withData), cbool(inject), C.uint64_t(ctx)))
+		C.uint64_t(data), cbool(withData), cbool(inject), cbool(delivery), C.uint64_t(ctx)))
 }
 
 // read issues an RMA read into dst, which the caller keeps pinned until

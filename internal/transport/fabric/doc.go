@@ -39,8 +39,15 @@
 //     fi_send into receive buffers that the target keeps posted; a
 //     message larger than a buffer travels in fragments, in order;
 //   - operations complete with FI_DELIVERY_COMPLETE where the provider
-//     offers it, so that Flush waits for completions only; elsewhere a
-//     Flush also exchanges a message with the target, which answers
+//     offers it, so that Flush waits for completions only, except the
+//     writes of a stream where the provider keeps writes in order
+//     (FI_ORDER_WAW, or FI_ORDER_RMA_WAW): after the first write to a
+//     peer since its last Flush, writes complete when sent, sparing the
+//     target an acknowledgement each, and one write of a word with
+//     delivery completion confirms them all where their delivery
+//     matters: at a Flush, and before a notice that must come after
+//     them (ops.go); where it does not offer it, a Flush also
+//     exchanges a message with the target, which answers
 //     after everything sent before it (the provider's FI_ORDER_SAW/SAR)
 //     or is refused if the provider keeps neither order. There, since a
 //     completion no longer says that an operation arrived, every notice

@@ -5,6 +5,7 @@ package fabric
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -54,6 +55,9 @@ type Config struct {
 	// noDelivery, in tests, declines FI_DELIVERY_COMPLETE, so that
 	// Flush asks the target as on providers without it.
 	noDelivery bool
+	// noLazy, in tests, has every write ask for delivery completion, as
+	// on providers that do not land writes in order.
+	noLazy bool
 }
 
 // Endpoint is one rank's endpoint of the fabric transport. It implements
@@ -80,7 +84,13 @@ type Endpoint struct {
 	prog   progress
 	sbuf   bufPool               // C buffers for sends
 	counts [nclass]atomic.Uint64 // libfabric operations issued
-	limits *atomicLimits         // native atomics' limits; nil: software atomics
+	// lazy: writes complete when sent, and confirms tell when they were
+	// delivered (ops.go), writing into the target's confirm word, which
+	// is confirmBuf here (registered for remote writes).
+	lazy       bool
+	confirmBuf cbuf
+	confirms   atomic.Uint64 // confirms issued
+	limits     *atomicLimits // native atomics' limits; nil: software atomics
 
 	// selfEvents counts the messages and CQ-data notices this endpoint
 	// issued to itself through libfabric and has not handled yet (with
@@ -105,6 +115,7 @@ type Counts struct {
 	Reads      uint64 // fi_read
 	Sends      uint64 // fi_send: messages (notices that did not fit, software atomics, active messages, control)
 	Atomics    uint64 // fi_atomic, fi_fetch_atomic, fi_compare_atomic: native atomics
+	Confirms   uint64 // one-word fi_write asking for delivery completion, which confirms the writes before it (a Flush, or a notice after them)
 }
 
 // Counts returns the operations the endpoint issued so far.
@@ -115,6 +126,7 @@ func (e *Endpoint) Counts() Counts {
 		Reads:      e.counts[classR].Load(),
 		Sends:      e.counts[classS].Load(),
 		Atomics:    e.counts[classAW].Load() + e.counts[classAR].Load(),
+		Confirms:   e.confirms.Load(),
 	}
 }
 
@@ -238,8 +250,9 @@ func open(cfg Config) (*Endpoint, []byte, error) {
 			mode = atomicsNative
 		}
 	}
-	// The address travels with the choice of atomics (connect checks
-	// that all ranks made the same).
+	// The address travels with the confirm word and the choice of
+	// atomics (connect checks that all ranks made the same).
+	name = append(name, e.openConfirm(cfg)...)
 	name = append(name, mode)
 	// Ops for a burst of operations in flight, so that a steady state
 	// allocates nothing.
@@ -260,15 +273,21 @@ func (e *Endpoint) connect(names [][]byte) error {
 	}
 	addrs := make([][]byte, len(names))
 	mine := names[e.rank][len(names[e.rank])-1]
+	want := e.attr.addrLen + confirmLen + 1
 	for r, name := range names {
-		if len(name) != e.attr.addrLen+1 {
-			return fmt.Errorf("rank %d sent a %d-byte address, want %d", r, len(name), e.attr.addrLen+1)
+		if len(name) != want {
+			return fmt.Errorf("rank %d sent a %d-byte address, want %d", r, len(name), want)
 		}
 		if name[len(name)-1] != mine {
 			return fmt.Errorf("rank %d applies atomics %s, rank %d %s: set SoftwareAtomics (NARMA_FABRIC_ATOMICS) alike on every rank",
 				e.rank, atomicModeName(mine), r, atomicModeName(name[len(name)-1]))
 		}
-		addrs[r] = name[:len(name)-1]
+		addrs[r] = name[:e.attr.addrLen]
+		c := name[e.attr.addrLen : e.attr.addrLen+confirmLen]
+		p := e.peers[r]
+		p.confirmable = c[0] == 1
+		p.confirmAddr = binary.LittleEndian.Uint64(c[1:])
+		p.confirmKey = binary.LittleEndian.Uint64(c[9:])
 	}
 	if err := e.lib.insert(addrs, e.attr.addrLen); err != nil {
 		return err
@@ -279,6 +298,43 @@ func (e *Endpoint) connect(names [][]byte) error {
 	e.beatStop, e.beatDone = make(chan struct{}), make(chan struct{})
 	go e.heartbeat()
 	return nil
+}
+
+// confirmLen is the size of a confirm word's part of an address: 1 if
+// there is one, its address and its key.
+const confirmLen = 17
+
+// confirmKeyReq is the key requested for the confirm word's
+// registration, apart from those of regions (slot<<20 | generation) and
+// of local registrations (localKeyBase and up).
+const confirmKeyReq = 1 << 62
+
+// openConfirm registers the endpoint's confirm word if its writes may
+// be lazy (ops.go): the provider keeps writes in issue order and
+// completes them on delivery when asked. It returns the word's part of
+// the endpoint's address, all zeros if there is none.
+func (e *Endpoint) openConfirm(cfg Config) []byte {
+	out := make([]byte, confirmLen)
+	a := e.attr
+	if cfg.noLazy || !a.lazyWrites() {
+		return out
+	}
+	b := newCbuf(8)
+	mr, key, err := e.lib.register(b.b, confirmKeyReq)
+	if err != nil {
+		b.free()
+		return out // every write asks for delivery
+	}
+	b.mr = mr
+	e.confirmBuf, e.lazy = b, true
+	addr := uint64(0)
+	if a.mrMode&mrVirtAddr != 0 {
+		addr = addrOf(b.b)
+	}
+	out[0] = 1
+	binary.LittleEndian.PutUint64(out[1:], addr)
+	binary.LittleEndian.PutUint64(out[9:], key)
+	return out
 }
 
 // Rank returns the endpoint's rank.
@@ -353,6 +409,8 @@ func (e *Endpoint) close(goodbye bool) error {
 	e.lib.shut()
 	e.failAll(transport.ErrClosed)
 	e.prog.free(e)
+	e.confirmBuf.free()
+	e.confirmBuf = cbuf{}
 	e.sbuf.drop()
 	e.lib.close()
 	return nil
@@ -409,6 +467,14 @@ type peer struct {
 	known, alive atomic.Bool
 
 	sendSeq uint32 // the number of the last message issued to the peer; under omu
+
+	// Lazy writes to the peer not yet covered by a confirm, by class
+	// (classW, classD); under omu. The peer's confirm word, if it has
+	// one (confirmable).
+	unconfirmed             [classD + 1]int
+	confirmable             bool
+	confirmAddr, confirmKey uint64
+	sinceFlush              int // writes issued to the peer since the last Flush began; under omu
 
 	// At the target, under the drain: the number of the last message
 	// handled from this peer, those that came before their turn, and an
@@ -470,14 +536,22 @@ func Describe(cfg Config) (string, error) {
 		atomics = "native atomics (fi_atomic)"
 	}
 	l.close()
-	return a.String() + "; " + atomics, nil
+	return a.describe(a.lazyWrites() && !cfg.noLazy) + "; " + atomics, nil
 }
 
-// String describes what the provider granted.
-func (a attr) String() string {
+// lazyWrites reports whether writes may complete when sent, confirms
+// telling when they were delivered (ops.go): the provider completes
+// operations on delivery when asked and keeps writes in order.
+func (a attr) lazyWrites() bool { return a.delivery && a.msgOrder&orderWAW != 0 }
+
+// describe says what the provider granted, and whether writes are lazy.
+func (a attr) describe(lazy bool) string {
 	completion := "on delivery (FI_DELIVERY_COMPLETE)"
-	if !a.delivery {
+	switch {
+	case !a.delivery:
 		completion = "on transmission, Flush asks the target"
+	case lazy:
+		completion = "on delivery (FI_DELIVERY_COMPLETE), a stream's writes when sent and confirmed by one"
 	}
 	notices := fmt.Sprintf("tag and counter notices in %d bytes of remote CQ data", a.cqDataSize)
 	switch {

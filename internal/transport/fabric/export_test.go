@@ -16,6 +16,17 @@ func WithoutDelivery(cfg Config) Config {
 	return cfg
 }
 
+// WithoutLazyWrites returns cfg whose writes all ask for delivery
+// completion, as on providers that do not keep writes in order.
+func WithoutLazyWrites(cfg Config) Config {
+	cfg.noLazy = true
+	return cfg
+}
+
+// Lazy reports whether the endpoint's writes complete when sent, and
+// confirms tell when they were delivered.
+func (e *Endpoint) Lazy() bool { return e.lazy }
+
 // Delivery reports whether operations complete once delivered.
 func (e *Endpoint) Delivery() bool { return e.attr.delivery }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,6 +162,7 @@ func TestOneOperationPerNotifiedPut(t *testing.T) {
 			WritesData: (after.WritesData - before.WritesData) / rounds,
 			Reads:      (after.Reads - before.Reads) / rounds,
 			Sends:      (after.Sends - before.Sends) / rounds,
+			Confirms:   (after.Confirms - before.Confirms) / rounds,
 		}
 		if d != tc.want || (after.Sends-before.Sends)%rounds != 0 {
 			t.Errorf("%s: %+v operations per put (%+v in all), want %+v", tc.name, d, after, tc.want)
@@ -171,18 +173,147 @@ func TestOneOperationPerNotifiedPut(t *testing.T) {
 	}
 }
 
-func TestRawPingPong(t *testing.T) {
-	for _, size := range []int{8, 4096, 100000} {
-		d, err := fabric.RawPingPong(testConfig(), size, 50, 5)
-		if err != nil {
+// TestLazyWrites checks the writes that complete when sent: after a
+// Flush the first write to a peer asks for delivery and the rest of a
+// stream do not; one confirm then covers them, issued by the Flush or by
+// a notice that must come after them (a signal's message), which arrives
+// after their data and their notices; and after the Flush every write is
+// in place.
+func TestLazyWrites(t *testing.T) {
+	eps := group(t, 2)
+	defer closeAll(eps)
+	if !eps[0].Lazy() {
+		t.Skipf("provider %s: writes ask for delivery", testConfig().Provider)
+	}
+	const size, k = 4096, 16
+	buf := mem.Alloc(k * size)
+	defer mem.Free(buf)
+	key, err := eps[1].Expose(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		n     transport.Notice
+		first byte // of the block the notice names (tag i: block i)
+		last  byte // of the last block
+	}
+	var mu sync.Mutex
+	var got []seen
+	eps[1].SetNoticeHandler(func(src int, _ transport.Key, n transport.Notice) {
+		i := 0
+		if n.Kind() == transport.NoticeTag {
+			i = int(n.Tag())
+		}
+		mu.Lock()
+		got = append(got, seen{n, buf[i*size], buf[(k-1)*size]})
+		mu.Unlock()
+	})
+	r, err := eps[0].Region(1, key, k*size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := eps[0].Flush(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	src := make([]byte, size)
+	put := func(i int, n transport.Notice, v byte) {
+		t.Helper()
+		for j := range src {
+			src[j] = v
+		}
+		if err := r.Put(i*size, src, n, nil); err != nil {
 			t.Fatal(err)
 		}
-		if d <= 0 || d > time.Second {
-			t.Errorf("%d bytes: half round trip %v", size, d)
-		}
-		t.Logf("%d bytes: %v", size, d)
 	}
-	if _, err := fabric.RawPingPong(testConfig(), 8, 0, 0); err == nil {
+	for round := 1; round <= 2; round++ {
+		before := eps[0].Counts()
+		for i := range k {
+			put(i, transport.TagNotice(transport.NoticeTag, int32(i)), byte(round))
+		}
+		if round == 2 {
+			// A signal's notice is a message, which must come after the
+			// writes before it: a confirm goes first.
+			put(k-1, transport.SignalNotice(transport.SignalAdd, 0, 1), 10+byte(round))
+		}
+		if err := eps[0].Flush(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		for i := range k {
+			want := byte(round)
+			if round == 2 && i == k-1 {
+				want = 12
+			}
+			if buf[i*size] != want || buf[i*size+size-1] != want {
+				t.Fatalf("round %d: block %d holds %d after the Flush, want %d", round, i, buf[i*size], want)
+			}
+		}
+		d := eps[0].Counts()
+		wantConfirms := uint64(1)
+		if round == 2 {
+			wantConfirms = 1 // the signal's; the Flush finds nothing unconfirmed
+		}
+		if d.WritesData-before.WritesData != k || d.Confirms-before.Confirms != wantConfirms {
+			t.Errorf("round %d: %d writes with data and %d confirms, want %d and %d",
+				round, d.WritesData-before.WritesData, d.Confirms-before.Confirms, k, wantConfirms)
+		}
+	}
+	want := 2*k + 1
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		eps[1].Poll()
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= want || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != want {
+		t.Fatalf("%d notices, want %d", len(got), want)
+	}
+	for i, s := range got {
+		round, tag := 1+i/k, i%k
+		switch {
+		case i == 2*k:
+			if s.n.Kind() != transport.NoticeSignal || s.last != 12 {
+				t.Errorf("notice %d: %v with the last block at %d, want the signal after the block's write (12)", i, s.n, s.last)
+			}
+		case s.n.Kind() != transport.NoticeTag || int(s.n.Tag()) != tag:
+			t.Errorf("notice %d: %v, want tag %d", i, s.n, tag)
+		case s.first < byte(round):
+			t.Errorf("notice %d (round %d, tag %d) came before its data: block holds %d", i, round, tag, s.first)
+		}
+	}
+}
+
+// TestConformanceWithoutLazyWrites runs the suite with every write
+// asking for delivery completion, as on providers that do not keep
+// writes in order.
+func TestConformanceWithoutLazyWrites(t *testing.T) {
+	conformance(t, fabric.WithoutLazyWrites(testConfig()), func(t *testing.T, eps []*fabric.Endpoint) {
+		if eps[0].Lazy() {
+			t.Fatal("WithoutLazyWrites: writes are lazy")
+		}
+	})
+}
+
+func TestRawPingPong(t *testing.T) {
+	for _, delivered := range []bool{false, true} {
+		for _, size := range []int{8, 4096, 100000} {
+			d, err := fabric.RawPingPong(testConfig(), size, 50, 5, delivered)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d <= 0 || d > time.Second {
+				t.Errorf("%d bytes, delivered %v: half round trip %v", size, delivered, d)
+			}
+			t.Logf("%d bytes, delivered %v: %v", size, delivered, d)
+		}
+	}
+	if _, err := fabric.RawPingPong(testConfig(), 8, 0, 0, false); err == nil {
 		t.Error("RawPingPong of 0 round trips: no error")
 	}
 }

@@ -224,7 +224,7 @@ static fi_addr_t addr_of(nf_ep *e, uint64_t dest)
 	return dest < e->naddrs ? e->addrs[dest] : FI_ADDR_NOTAVAIL;
 }
 
-ssize_t nf_write(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, uint64_t ctx)
+ssize_t nf_write(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, int delivery, uint64_t ctx)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct fi_rma_iov rma = {.addr = addr, .len = len, .key = key};
@@ -239,7 +239,7 @@ ssize_t nf_write(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t 
 		.context = (void *)(uintptr_t)ctx,
 		.data = data,
 	};
-	uint64_t flags = FI_COMPLETION | e->op_flags;
+	uint64_t flags = FI_COMPLETION | (delivery ? e->op_flags : 0);
 	if (with_data)
 		flags |= FI_REMOTE_CQ_DATA;
 	if (inject)

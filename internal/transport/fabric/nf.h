@@ -53,7 +53,9 @@ int nf_av_insert(nf_ep *e, const void *addrs, size_t n);
 int nf_mr_reg(nf_ep *e, void *buf, size_t len, int remote, uint64_t req_key, uint64_t *mr, uint64_t *key, uint64_t *desc);
 int nf_mr_close(uint64_t mr);
 // desc: the local descriptor of buf's registration, 0 if none.
-ssize_t nf_write(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, uint64_t ctx);
+// nf_write completes on delivery only if delivery and the endpoint has
+// FI_DELIVERY_COMPLETE, else on transmission.
+ssize_t nf_write(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t data, int with_data, int inject, int delivery, uint64_t ctx);
 ssize_t nf_read(nf_ep *e, void *buf, uint64_t desc, size_t len, uint64_t dest, uint64_t addr, uint64_t key, uint64_t ctx);
 ssize_t nf_send(nf_ep *e, const void *buf, uint64_t desc, size_t len, uint64_t dest, int inject, uint64_t ctx);
 ssize_t nf_recv(nf_ep *e, void *buf, uint64_t desc, size_t len, uint64_t ctx);

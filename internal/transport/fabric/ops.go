@@ -106,9 +106,14 @@ type op struct {
 	seq             uint32 // a send's number, once issued (numbered)
 	numbered        bool
 	ordered         bool // queued behind the operations before it (a notice)
-	local           bool // counted in peer.local until told
-	expects         bool // a reply will come (waits started at 2)
-	answered        bool // the reply came
+	lazy            bool // a write that completes when sent; delivered once a confirm after it completes
+	confirm         bool // a confirm: one word written with delivery completion
+	// covers, of a confirm, counts the lazy writes (classW) and writes
+	// with data (classD) issued before it that its completion confirms.
+	covers   [classD + 1]int
+	local    bool // counted in peer.local until told
+	expects  bool // a reply will come (waits started at 2)
+	answered bool // the reply came
 
 	// result receives a reply's payload (a fetching atomic's old value).
 	result []byte
@@ -318,9 +323,76 @@ func (e *Endpoint) start(p *peer, o *op, ordered bool) error {
 	if len(p.queue) > 0 || (ordered && !e.mayGo(p, o.class)) {
 		o.ordered = ordered
 		p.queue = append(p.queue, o)
+		e.confirmQueued(p)
 		return nil
 	}
 	return e.issueLocked(p, o)
+}
+
+// Lazy writes. Where the provider completes operations on delivery
+// (FI_DELIVERY_COMPLETE), a write asking for it costs the target an
+// acknowledgement and the origin a wait for it: on tcp;ofi_rxm, twice
+// the latency of a write that completes when sent. So writes complete
+// when sent (lazy), and where delivery matters (a Flush, a notice that
+// must come after them) the origin confirms them: one word written with
+// delivery completion into the target's confirm word. The provider keeps
+// writes in issue order (FI_ORDER_WAW), so the confirm's delivery is that
+// of every write before it: the order a write with remote CQ data relies
+// on already, to arrive after the writes before it (orderBits). Until a confirm
+// after it completes, a lazy write counts as pending, as a write asking
+// for delivery counts until its completion: Flush and the ordering of
+// notices (mayGo) see no difference.
+//
+// The first write to a peer after a Flush still asks for delivery: where
+// a Flush follows each write (the ping-pong of the Notified Access paper,
+// a lock epoch of one put), the write's own acknowledgement then serves
+// the Flush, which a confirm would double. The writes after it, a
+// stream, are lazy.
+
+// lazyTo reports whether a write to p completes when sent.
+func (e *Endpoint) lazyTo(p *peer) bool {
+	return e.lazy && p.confirmable && p.rank != e.rank
+}
+
+// confirmQueued issues a confirm if the head of p's queue waits and lazy
+// writes are unconfirmed: they may be what it waits for. p.omu is held.
+func (e *Endpoint) confirmQueued(p *peer) {
+	if len(p.queue) > 0 && p.queue[0].ordered && !e.mayGo(p, p.queue[0].class) {
+		e.confirmLocked(p)
+	}
+}
+
+// confirm issues a confirm to p if writes to it are unconfirmed.
+func (e *Endpoint) confirm(p *peer) {
+	p.omu.Lock()
+	defer p.omu.Unlock()
+	e.confirmLocked(p)
+}
+
+// confirmLocked is confirm with p.omu held.
+func (e *Endpoint) confirmLocked(p *peer) {
+	if p.unconfirmed == [classD + 1]int{} {
+		return
+	}
+	o := e.ops.add(p, classW, nil, 1)
+	o.confirm = true
+	o.addr, o.key = p.confirmAddr, p.confirmKey
+	if err := e.source(o, confirmWord[:]); err != nil {
+		return // o was told and dropped; the writes stay unconfirmed, and their peer fails their wait
+	}
+	_ = e.issueLocked(p, o)
+}
+
+// confirmWord is what a confirm writes.
+var confirmWord [8]byte
+
+// countIssue counts o, issued (n = 1) or not after all (n = -1).
+func (e *Endpoint) countIssue(o *op, n int) {
+	if o.confirm {
+		e.confirms.Add(uint64(n))
+		return
+	}
+	e.counts[o.class].Add(uint64(n))
 }
 
 // issue hands o to libfabric; p.omu is held.
@@ -329,7 +401,7 @@ func (e *Endpoint) issue(p *peer, o *op) int {
 	switch o.class {
 	case classW, classD:
 		e.regs.check("write", o.data, desc, o.inject)
-		return e.lib.write(o.data, desc, p.rank, o.addr, o.key, o.cq, o.withData, o.inject, o.id)
+		return e.lib.write(o.data, desc, p.rank, o.addr, o.key, o.cq, o.withData, o.inject, !o.lazy, o.id)
 	case classR:
 		e.regs.check("read", o.data, desc, false)
 		return e.lib.read(o.data, desc, p.rank, o.addr, o.key, o.id)
@@ -362,7 +434,17 @@ func (e *Endpoint) issueLocked(p *peer, o *op) error {
 		e.selfEvents.Add(1) // before the target can see it
 	}
 	p.pending[o.class]++
-	e.counts[o.class].Add(1) // before its completion can be seen
+	e.countIssue(o, 1) // before its completion can be seen
+	switch {
+	case o.confirm:
+		o.covers, p.unconfirmed = p.unconfirmed, [classD + 1]int{}
+	case o.class == classW || o.class == classD:
+		o.lazy = e.lazyTo(p) && p.sinceFlush > 0
+		p.sinceFlush++
+		if o.lazy {
+			p.unconfirmed[o.class]++
+		}
+	}
 	var deadline time.Time
 	for {
 		ret := e.issue(p, o)
@@ -398,7 +480,18 @@ func (e *Endpoint) abort(p *peer, o *op, err error) error {
 		e.selfEvents.Add(-1)
 	}
 	p.pending[o.class]--
-	e.counts[o.class].Add(^uint64(0))
+	e.countIssue(o, -1)
+	switch {
+	case o.confirm:
+		for cl, n := range o.covers {
+			p.unconfirmed[cl] += n
+		}
+	case o.lazy:
+		p.unconfirmed[o.class]--
+	}
+	if o.class == classW || o.class == classD {
+		p.sinceFlush--
+	}
 	e.ops.tell(o, err)
 	e.dispose(o)
 	return err
@@ -496,7 +589,7 @@ func (e *Endpoint) completed(o *op, err error) {
 	o.waits--
 	last := o.waits == 0
 	e.ops.mu.Unlock()
-	e.release(p, o.class)
+	e.release(p, o)
 	if last {
 		e.finish(o)
 	}
@@ -539,12 +632,22 @@ func (e *Endpoint) finish(o *op) {
 	e.dispose(o)
 }
 
-// release records the completion of an operation of class cl to p and
-// issues the queued notices that may now go.
-func (e *Endpoint) release(p *peer, cl class) {
+// release records the completion of o, an operation to p, and issues
+// the queued notices that may now go. A lazy write stays pending until a
+// confirm after it completes.
+func (e *Endpoint) release(p *peer, o *op) {
 	p.omu.Lock()
 	defer p.omu.Unlock()
-	p.pending[cl]--
+	switch {
+	case o.lazy:
+		return
+	case o.confirm:
+		p.pending[classW] -= 1 + o.covers[classW]
+		p.pending[classD] -= o.covers[classD]
+	default:
+		p.pending[o.class]--
+	}
+	defer e.confirmQueued(p)
 	for len(p.queue) > 0 && (!p.queue[0].ordered || e.mayGo(p, p.queue[0].class)) {
 		o := p.queue[0]
 		// Shift down rather than reslice: the queue keeps its array,

@@ -13,12 +13,16 @@ import (
 // RawPingPong measures libfabric itself, the floor under the transport:
 // two bare endpoints of this process, each on its own goroutine, send
 // size bytes back and forth with fi_writedata into the other's
-// registered buffer (remote CQ data, with the provider's completion
-// semantics as the transport uses them), and poll their completion
-// queues through cgo, yielding after an empty poll, as the transport's
-// waiters do. It returns
-// the mean half round trip over iters round trips, after warmup more.
-func RawPingPong(cfg Config, size, iters, warmup int) (time.Duration, error) {
+// registered buffer (remote CQ data), and poll their completion queues
+// through cgo, yielding after an empty poll, as the transport's waiters
+// do. Without delivered, the writes complete when sent, libfabric's
+// default and the fastest; with it, each write asks for delivery
+// completion (FI_DELIVERY_COMPLETE, where the provider has it) and its
+// writer waits for that before it awaits the answer, as a put followed by
+// a Flush must (on tcp;ofi_rxm this costs an acknowledgement per write).
+// It returns the mean half round trip over iters round trips, after
+// warmup more.
+func RawPingPong(cfg Config, size, iters, warmup int, delivered bool) (time.Duration, error) {
 	if size < 0 || iters <= 0 {
 		return 0, fmt.Errorf("fabric: raw ping-pong of %d bytes, %d round trips", size, iters)
 	}
@@ -32,11 +36,11 @@ func RawPingPong(cfg Config, size, iters, warmup int) (time.Duration, error) {
 	}()
 	var names [][]byte
 	for i := range sides {
-		l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain, !cfg.noDelivery)
+		l, a, err := openLib(cfg.Provider, cfg.Node, cfg.Domain, delivered)
 		if err != nil {
 			return 0, fmt.Errorf("fabric: %w", err)
 		}
-		s := &rawSide{lib: l, attr: a, buf: newCbuf(max(size, 8)), src: newCbuf(max(size, 8))}
+		s := &rawSide{lib: l, attr: a, delivered: delivered && a.delivery, buf: newCbuf(max(size, 8)), src: newCbuf(max(size, 8))}
 		sides[i] = s
 		if s.mr, s.key, err = l.register(s.buf.b, uint64(i+1)); err != nil {
 			return 0, err
@@ -95,6 +99,7 @@ func RawPingPong(cfg Config, size, iters, warmup int) (time.Duration, error) {
 type rawSide struct {
 	lib        *lib
 	attr       attr
+	delivered  bool // writes ask for delivery completion, and the writer waits for it
 	buf, src   cbuf
 	mr, key    uint64
 	peer       int
@@ -139,9 +144,14 @@ func (s *rawSide) write(size int) error {
 	inject := size <= s.attr.injectSize
 	for {
 		s.opsStarted++
-		ret := s.lib.write(s.src.b[:size], s.src.desc, s.peer, s.raddr, s.rkey, 1, true, inject, s.opsStarted)
+		ret := s.lib.write(s.src.b[:size], s.src.desc, s.peer, s.raddr, s.rkey, 1, true, inject, s.delivered, s.opsStarted)
 		if ret == 0 {
 			s.inflight++
+			for s.delivered && s.inflight > 0 {
+				if err := s.poll(); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		if ret != errAgain {
