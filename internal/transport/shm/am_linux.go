@@ -151,7 +151,7 @@ func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, r
 	// (a payload's bytes, say) cannot pass for a published record when
 	// the consumer comes to it: it sees the zero or a later store.
 	mem.StoreRelease64(recWord(data, s.tail), 0)
-	publishRec(data, start, rec.length)
+	publishRec(data, start, rec.length, t.relaxed)
 	e.ring(t)
 	return nil
 }

@@ -151,9 +151,17 @@ func decodeRec(w uint64, b *[8]byte) recHeader {
 }
 
 // publishRec makes the record at pos, written but for its first word,
-// visible to the consumer.
-func publishRec(data []byte, pos uint64, length uint32) {
-	mem.StoreFenced64(recWord(data, pos), uint64(length)<<32|uint64(recMark(pos)))
+// visible to the consumer. Its store is the producer's store of the
+// handshake with sleeping consumers, as a notice slot's (slot.storeSeq):
+// a release store if the consumers run a global barrier before they
+// sleep (relaxed), else a sequentially consistent one.
+func publishRec(data []byte, pos uint64, length uint32, relaxed bool) {
+	w, v := recWord(data, pos), uint64(length)<<32|uint64(recMark(pos))
+	if relaxed {
+		mem.StoreRelease64(w, v)
+	} else {
+		mem.StoreFenced64(w, v)
+	}
 }
 
 // recAt returns the first word of the record at pos if it has been
