@@ -20,16 +20,8 @@ func BenchmarkPutFlush(b *testing.B) {
 		b.Run(sizeName(size), func(b *testing.B) {
 			eps := group(b, 2)
 			defer closeAll(eps)
-			buf := mem.Alloc(size)
+			buf, r := exposeAt1(b, eps, size)
 			defer mem.Free(buf)
-			key, err := eps[1].Expose(buf)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r, err := eps[0].Region(1, key, size)
-			if err != nil {
-				b.Fatal(err)
-			}
 			src := make([]byte, size)
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -55,18 +47,10 @@ func BenchmarkNotifiedStream(b *testing.B) {
 		b.Run(sizeName(size), func(b *testing.B) {
 			eps := group(b, 2)
 			defer closeAll(eps)
-			buf := mem.Alloc(size)
-			defer mem.Free(buf)
-			key, err := eps[1].Expose(buf)
-			if err != nil {
-				b.Fatal(err)
-			}
 			var got atomic.Int64
 			eps[1].SetNoticeHandler(func(int, transport.Key, transport.Notice) { got.Add(1) })
-			r, err := eps[0].Region(1, key, size)
-			if err != nil {
-				b.Fatal(err)
-			}
+			buf, r := exposeAt1(b, eps, size)
+			defer mem.Free(buf)
 			src := make([]byte, size)
 			n := transport.TagNotice(transport.NoticeTag, 1)
 			ctx := context.Background()
