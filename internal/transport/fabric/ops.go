@@ -338,10 +338,10 @@ func (e *Endpoint) start(p *peer, o *op, ordered bool) error {
 // delivery completion into the target's confirm word. The provider keeps
 // writes in issue order (FI_ORDER_WAW), so the confirm's delivery is that
 // of every write before it: the order a write with remote CQ data relies
-// on already, to arrive after the writes before it (orderBits). Until a confirm
-// after it completes, a lazy write counts as pending, as a write asking
-// for delivery counts until its completion: Flush and the ordering of
-// notices (mayGo) see no difference.
+// on already, to arrive after the writes before it (orderBits). Until a
+// confirm after it completes, a lazy write counts as pending, as a write
+// asking for delivery counts until its completion: Flush and the
+// ordering of notices (mayGo) see no difference.
 //
 // The first write to a peer after a Flush still asks for delivery: where
 // a Flush follows each write (the ping-pong of the Notified Access paper,
@@ -489,7 +489,7 @@ func (e *Endpoint) abort(p *peer, o *op, err error) error {
 	case o.lazy:
 		p.unconfirmed[o.class]--
 	}
-	if o.class == classW || o.class == classD {
+	if !o.confirm && (o.class == classW || o.class == classD) {
 		p.sinceFlush--
 	}
 	e.ops.tell(o, err)
