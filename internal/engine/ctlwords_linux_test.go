@@ -11,7 +11,6 @@ import (
 	"github.com/narma-rma/narma/internal/mem"
 	"github.com/narma-rma/narma/internal/transport"
 	"github.com/narma-rma/narma/internal/transport/inproc"
-	"github.com/narma-rma/narma/internal/transport/local"
 	"github.com/narma-rma/narma/internal/transport/shm"
 )
 
@@ -63,30 +62,9 @@ func TestControlMessagesAsNotices(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			const n = 3
 			var ctl atomic.Int64
-			cs := make([]*Comm, n)
-			if name == "shm" {
-				t.Setenv("NARMA_TRANSPORT", "shm")
-				eps, err := inproc.New(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r, ep := range eps {
-					cs[r] = New(shmCounting{ep.(*shm.Endpoint), &ctl}, nil, nil)
-				}
-			} else {
-				eps, err := local.New(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r, ep := range eps {
-					cs[r] = New(localCounting{ep, &ctl}, nil, nil)
-				}
-			}
-			t.Cleanup(func() {
-				for _, c := range cs {
-					c.Close()
-				}
-			})
+			cs := wrappedJob(t, name, n,
+				func(ep *shm.Endpoint) transport.Endpoint { return shmCounting{ep, &ctl} },
+				func(ep transport.Endpoint) transport.Endpoint { return localCounting{ep, &ctl} })
 			ws := make([]*Win, n)
 			runOK(t, cs, func(ctx context.Context, c *Comm) error {
 				w, err := c.Allocate(ctx, 8*n, WinOptions{Strategy: Deferred})

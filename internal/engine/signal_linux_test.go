@@ -278,6 +278,15 @@ func TestSignalsSetDirectly(t *testing.T) {
 // signalJob builds n communicators over shm or the in-process transport
 // (name), whose signals and counters count.
 func signalJob(t *testing.T, name string, n int, count *signalCount) []*Comm {
+	return wrappedJob(t, name, n,
+		func(ep *shm.Endpoint) transport.Endpoint { return shmSignals{ep, count} },
+		func(ep transport.Endpoint) transport.Endpoint { return localSignals{ep, count} })
+}
+
+// wrappedJob builds n communicators over shm (name "shm") or the
+// in-process transport, each endpoint wrapped by onShm or onLocal, and
+// closes them when the test ends.
+func wrappedJob(t *testing.T, name string, n int, onShm func(*shm.Endpoint) transport.Endpoint, onLocal func(transport.Endpoint) transport.Endpoint) []*Comm {
 	cs := make([]*Comm, n)
 	if name == "shm" {
 		t.Setenv("NARMA_TRANSPORT", "shm")
@@ -286,7 +295,7 @@ func signalJob(t *testing.T, name string, n int, count *signalCount) []*Comm {
 			t.Fatal(err)
 		}
 		for r, ep := range eps {
-			cs[r] = New(shmSignals{ep.(*shm.Endpoint), count}, nil, nil)
+			cs[r] = New(onShm(ep.(*shm.Endpoint)), nil, nil)
 		}
 	} else {
 		eps, err := local.New(n)
@@ -294,7 +303,7 @@ func signalJob(t *testing.T, name string, n int, count *signalCount) []*Comm {
 			t.Fatal(err)
 		}
 		for r, ep := range eps {
-			cs[r] = New(localSignals{ep, count}, nil, nil)
+			cs[r] = New(onLocal(ep), nil, nil)
 		}
 	}
 	t.Cleanup(func() {
