@@ -116,9 +116,12 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 			return Status{}, err
 		}
 	}
-	var st Status
-	var err error
-	var done bool
+	// What has arrived already (the next value of a stream) completes
+	// the request without the set-up of a wait.
+	st, done, err := r.test("Wait")
+	if done || err != nil {
+		return st, err
+	}
 	werr := r.c.waitPolling(ctx, r.kind == reqNotify, func() bool {
 		st, done, err = r.test("Wait")
 		return done || err != nil

@@ -77,7 +77,7 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 	if size < 0 || uint64(size) > n {
 		return nil, fmt.Errorf("shm: handle of %d bytes on a region of %d: %w", size, n, transport.ErrBounds)
 	}
-	r := &region{ep: e, target: target, exp: x, gen: gen, key: key}
+	r := &region{ep: e, target: target, exp: x, gen: gen, key: key, word: keyWord(gen, idx)}
 	if n > 0 {
 		segMem, err := e.heap.attach(pid, seg)
 		if err != nil {
@@ -99,9 +99,10 @@ func (e *Endpoint) Region(target int, key transport.Key, size int) (transport.Re
 // shmKey returns the key of the exposure in table slot idx in generation
 // gen (the count of the endpoint's exposures): one word, generation above
 // slot.
-func shmKey(gen uint64, idx int) transport.Key {
-	return transport.WordKey(gen<<keyIdxBit | uint64(idx))
-}
+func shmKey(gen uint64, idx int) transport.Key { return transport.WordKey(keyWord(gen, idx)) }
+
+// keyWord is the word of shmKey(gen, idx), as a notice's slot carries it.
+func keyWord(gen uint64, idx int) uint64 { return gen<<keyIdxBit | uint64(idx) }
 
 // splitKey returns the table slot and generation of key, and false if key
 // cannot be a key of this transport (not a word, a slot past the table,

@@ -56,9 +56,9 @@ func (e *Endpoint) WakeRank(rank int) {
 	e.ring(t)
 }
 
-// notify queues notice n about region key at target, waiting while the
-// target's ring is full.
-func (e *Endpoint) notify(target int, key transport.Key, n transport.Notice) error {
+// notify queues notice n about the region whose key is the word key at
+// target, waiting while the target's ring is full.
+func (e *Endpoint) notify(target int, key uint64, n transport.Notice) error {
 	t := e.peers[target]
 	raceRelease()
 	for spin := 0; ; spin++ {

@@ -153,7 +153,7 @@ func TestNotifiedPutBounds(t *testing.T) {
 	if err := w.eps[1].Unexpose(w.key); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.eps[0].notify(1, w.key, transport.TagNotice(transport.NoticeTag, 7)); err != nil {
+	if err := w.eps[0].notify(1, w.r.(*region).word, transport.TagNotice(transport.NoticeTag, 7)); err != nil {
 		t.Fatal(err)
 	}
 	if n := w.notice(t); n.Tag() != 7 {
@@ -259,6 +259,72 @@ func TestDrainBounded(t *testing.T) {
 	for i, tag := range handled {
 		if tag != int32(i+3) {
 			t.Fatalf("handled %v after the taker, want tags 3 to %d in order", handled, total)
+		}
+	}
+}
+
+// TestNoticeKeysInterleaved: notices about two regions, interleaved and
+// in runs, each reach the handler with its own region's key, through
+// Poll and through PollNotices (the drain reuses the last notice's Key
+// while the key's word repeats, and must make a new one when it
+// changes).
+func TestNoticeKeysInterleaved(t *testing.T) {
+	eps := newGroup(t, Config{Size: 2})
+	var keys [2]transport.Key
+	var regs [2]transport.Region
+	for i := range keys {
+		buf := mem.Alloc(64)
+		t.Cleanup(func() { mem.Free(buf) })
+		var err error
+		if keys[i], err = eps[1].Expose(buf); err != nil {
+			t.Fatal(err)
+		}
+		if regs[i], err = eps[0].Region(1, keys[i], 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Region of each notice: runs and alternations, tagged with its index.
+	which := []int{0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 0}
+	type arrival struct {
+		key transport.Key
+		n   transport.Notice
+	}
+	// The handler may run on the progress goroutine: arrivals go through
+	// a channel, and are checked here.
+	got := make(chan arrival, len(which))
+	take := func(_ int, key transport.Key, n transport.Notice) bool {
+		got <- arrival{key, n}
+		return false
+	}
+	eps[1].SetNoticeHandler(func(src int, key transport.Key, n transport.Notice) { take(src, key, n) })
+	for _, taker := range []bool{false, true} {
+		for i, r := range which {
+			if err := regs[r].Put(8, []byte{1, 2, 3, 4, 5, 6, 7, 8}, transport.TagNotice(transport.NoticeTag, int32(i)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for i := 0; i < len(which); {
+			select {
+			case a := <-got:
+				if int(a.n.Tag()) != i {
+					t.Fatalf("taker %v: notice %d arrived as %d", taker, i, a.n.Tag())
+				}
+				if a.key != keys[which[i]] {
+					t.Fatalf("taker %v: notice %d about region %d came with key %v, want %v", taker, i, which[i], a.key, keys[which[i]])
+				}
+				i++
+				continue
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("taker %v: %d of %d notices arrived", taker, i, len(which))
+			}
+			if taker {
+				eps[1].PollNotices(take)
+			} else {
+				eps[1].Poll()
+			}
 		}
 	}
 }

@@ -34,7 +34,7 @@ func (r *region) Put(off int, src []byte, n transport.Notice, _ *transport.Compl
 		if pos, ok := t.tryClaim(); ok {
 			mem.CopyOut(r.mem[off:], src)
 			raceRelease()
-			t.publish(pos, r.ep.rank, r.key, n)
+			t.publish(pos, r.ep.rank, r.word, n)
 			r.ep.ring(t)
 			return nil
 		}
@@ -88,6 +88,7 @@ type region struct {
 	exp    *exposure
 	gen    uint64
 	key    transport.Key
+	word   uint64 // key as one word, as notices carry it
 	mem    []byte
 }
 
@@ -131,5 +132,5 @@ func (r *region) noticeAfter(n transport.Notice) error {
 	if n.Kind() == transport.NoticeNone {
 		return nil
 	}
-	return r.ep.notify(r.target, r.key, n)
+	return r.ep.notify(r.target, r.word, n)
 }

@@ -26,9 +26,9 @@ import (
 // stores, each a cache line the consumer holds, go to the store buffer
 // together and drain while the producer goes on.
 
-// tryPush publishes notice n from src about region key into the ring of c;
-// it reports false if the ring is full.
-func (c *ctl) tryPush(src int, key transport.Key, n transport.Notice) bool {
+// tryPush publishes notice n from src about the region whose key is the
+// word key into the ring of c; it reports false if the ring is full.
+func (c *ctl) tryPush(src int, key uint64, n transport.Notice) bool {
 	pos, ok := c.tryClaim()
 	if ok {
 		c.publish(pos, src, key, n)
@@ -57,30 +57,30 @@ func (c *ctl) tryClaim() (pos uint64, ok bool) {
 	}
 }
 
-// publish fills the slot of claimed position pos with notice n and
-// publishes it.
-func (c *ctl) publish(pos uint64, src int, key transport.Key, n transport.Notice) {
+// publish fills the slot of claimed position pos with notice n about the
+// region whose key is the word key, and publishes it.
+func (c *ctl) publish(pos uint64, src int, key uint64, n transport.Notice) {
 	s := &c.slots[pos&uint64(len(c.slots)-1)]
 	s.src = uint32(src)
 	s.kind = uint8(n.Kind())
 	s.op = uint8(n.Op())
 	s.tag = n.Tag()
-	s.key, _ = key.AsWord()
+	s.key = key
 	s.offset = n.Offset()
 	s.value = n.Value()
 	s.storeSeq(pos+1, c.relaxed)
 }
 
 // pop reads the notice at position deq, if it has been published (the
-// caller then advances deq, which frees the slot).
-func (c *ctl) pop(deq uint64) (src int, key transport.Key, n transport.Notice, ok bool) {
+// caller then advances deq, which frees the slot): its source, the word
+// of its region's key (Endpoint.keyOf), and the notice.
+func (c *ctl) pop(deq uint64) (src int, key uint64, n transport.Notice, ok bool) {
 	s := &c.slots[deq&uint64(len(c.slots)-1)]
 	if s.loadSeq() != deq+1 {
-		return 0, key, n, false
+		return 0, 0, n, false
 	}
-	src, key = int(s.src), transport.WordKey(s.key)
 	n = transport.NoticeOf(transport.NoticeKind(s.kind), transport.SignalOp(s.op), s.tag, s.offset, s.value)
-	return src, key, n, true
+	return int(s.src), s.key, n, true
 }
 
 // noticePending reports whether the notice at deq has been published.

@@ -99,9 +99,13 @@ type Endpoint struct {
 	draining    drainLock
 	ringStalled []atomic.Bool // per source: its ring waits for a handler (written with draining held)
 	ringBroken  []bool        // per source: its ring held a corrupt record and is read no more (draining held)
-	partial     []*assembly   // per source: message being reassembled, or nil
-	spare       []*assembly   // per source: a finished assembly, its buffer to reuse
-	scratch     []byte        // for records that wrap around the ring end
+	// lastKey is the key of the region of the last notice drained, and
+	// lastWord its word (draining held): see keyOf.
+	lastKey  transport.Key
+	lastWord uint64
+	partial  []*assembly // per source: message being reassembled, or nil
+	spare    []*assembly // per source: a finished assembly, its buffer to reuse
+	scratch  []byte      // for records that wrap around the ring end
 	// ackWait is the acknowledgement a single-copy send of this
 	// endpoint waits for while it drains (sendRemote), nil when none:
 	// once it has come, the drain leaves the next single-copy record for
