@@ -121,8 +121,15 @@ type stencil struct {
 }
 
 // stItersFor is the default number of iterations per round for an n x n
-// grid: about a million points, between 2 and 50.
-func stItersFor(n int) int { return max(2, min(50, (1<<20)/(n*n))) }
+// grid: about four million points, between 4 and 2000 iterations, so that
+// a round lasts milliseconds and measures the pipeline's steady state.
+// (With a million points and at most 50 iterations, a round of the
+// 32 x 32 grid lasted about 100 us and a 512 x 512 one 4 iterations: the
+// start of a round, from the barrier to the filled pipeline, then
+// weighed as much as the rest, and narma's and Open MPI's put-notify and
+// send/recv rounds varied by half.) The MPI reference (mpi/stencil.c)
+// uses the same rule.
+func stItersFor(n int) int { return max(4, min(2000, (1<<22)/(n*n))) }
 
 func runStencil(c *narma.Comm, cfg Config) (rows []Row, err error) {
 	e := Stencil()

@@ -260,8 +260,9 @@ int main(int argc, char **argv)
 			die("out of memory");
 		int iters = o.iters;
 		if (iters == 0) {
-			long k = (1L << 20) / (n * n);
-			iters = k < 2 ? 2 : k > 50 ? 50 : (int)k;
+			/* as narmabench's stItersFor */
+			long k = (1L << 22) / (n * n);
+			iters = k < 4 ? 4 : k > 2000 ? 2000 : (int)k;
 		}
 		int warm = o.warmup == 0 ? 1 : o.warmup;
 		for (int vi = 0; warm > 0 && vi < NVARIANTS; vi++)
