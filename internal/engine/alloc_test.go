@@ -272,7 +272,10 @@ func TestSendRecvAllocs(t *testing.T) {
 			return err
 		}},
 	} {
-		if a := allocs(t, c.name, runs, c.f); a != 0 {
+		// Under the race detector a sync.Pool drops a quarter of what
+		// it is given, on purpose: the pooled headers and requests are
+		// then allocated again.
+		if a := allocs(t, c.name, runs, c.f); a != 0 && !raceEnabled {
 			t.Errorf("%s: %v allocations per round trip, want 0", c.name, a)
 		}
 	}

@@ -52,15 +52,13 @@ type core struct {
 
 	sig signal // broadcast on every state change that a waiter may need
 
-	mu         sync.Mutex                         // guards the two-sided queues and nextCtx
-	posted     fifo[*recvReq]                     // receives posted, in posting order
-	unexpected fifo[*message]                     // messages not yet matched, in arrival order
-	spareData  [][]byte                           // buffers of matched unexpected messages, to reuse (c.mu)
-	spareMsgs  []*message                         // matched unexpected messages, with their small buffers, to reuse (c.mu)
-	spareRecv  atomic.Pointer[recvReq]            // a blocking receive's request, to reuse
-	spareHdr   atomic.Pointer[[msgHeaderLen]byte] // a message header, to reuse
-	nextCtx    int                                // next free message context (newContexts)
-	usedCtx    [(maxCtx + 1) / 64]uint64          // contexts of this rank's communicators (newContexts)
+	mu         sync.Mutex                // guards the two-sided queues and nextCtx
+	posted     fifo[*recvReq]            // receives posted, in posting order
+	unexpected fifo[*message]            // messages not yet matched, in arrival order
+	spareData  [][]byte                  // buffers of matched unexpected messages, to reuse (c.mu)
+	spareMsgs  []*message                // matched unexpected messages, with their small buffers, to reuse (c.mu)
+	nextCtx    int                       // next free message context (newContexts)
+	usedCtx    [(maxCtx + 1) / 64]uint64 // contexts of this rank's communicators (newContexts)
 
 	winsMu sync.Mutex
 	wins   map[uint64]*Win          // by id: the creating communicator's context, and its count of windows

@@ -285,8 +285,8 @@ func TestNonOvertaking(t *testing.T) {
 				}
 				h.check()
 				for i, r := range h.reqs {
-					if id := int(binary.LittleEndian.Uint16(r.buf)); !r.done.Load() || id != i {
-						t.Fatalf("receive %d got message %d (done %v)", i, id, r.done.Load())
+					if id := int(binary.LittleEndian.Uint16(r.buf)); !r.isDone() || id != i {
+						t.Fatalf("receive %d got message %d (done %v)", i, id, r.isDone())
 					}
 				}
 			})
@@ -303,8 +303,8 @@ func TestMatchOrder(t *testing.T) {
 		h.post(1, ctxUser, 5, 4)         // recv2: matches too, posted later
 		h.arrive(1, ctxUser, 5, 4)
 		h.check()
-		if h.reqs[0].done.Load() || !h.reqs[1].done.Load() || h.reqs[2].done.Load() {
-			t.Fatalf("done = %v %v %v, want false true false", h.reqs[0].done.Load(), h.reqs[1].done.Load(), h.reqs[2].done.Load())
+		if h.reqs[0].isDone() || !h.reqs[1].isDone() || h.reqs[2].isDone() {
+			t.Fatalf("done = %v %v %v, want false true false", h.reqs[0].isDone(), h.reqs[1].isDone(), h.reqs[2].isDone())
 		}
 	})
 	t.Run("arrival order", func(t *testing.T) {
@@ -323,7 +323,7 @@ func TestMatchOrder(t *testing.T) {
 		h.arrive(1, ctxColl, 5, 4)
 		h.post(AnySource, ctxUser, AnyTag, 4)
 		h.check()
-		if h.reqs[0].done.Load() {
+		if h.reqs[0].isDone() {
 			t.Fatal("a user receive matched a collective-context message")
 		}
 		if _, found, err := h.c.Iprobe(AnySource, AnyTag); found || err != nil {
@@ -331,7 +331,7 @@ func TestMatchOrder(t *testing.T) {
 		}
 		h.arrive(1, ctxUser, 5, 4)
 		h.check()
-		if !h.reqs[0].done.Load() {
+		if !h.reqs[0].isDone() {
 			t.Fatal("user message not matched")
 		}
 	})
@@ -352,8 +352,8 @@ func TestCancel(t *testing.T) {
 	h.check()
 	h.arrive(1, ctxUser, 3, 4) // goes to recv1, not the cancelled recv0
 	h.check()
-	if h.reqs[0].done.Load() || !h.reqs[1].done.Load() {
-		t.Fatalf("done = %v %v, want false true", h.reqs[0].done.Load(), h.reqs[1].done.Load())
+	if h.reqs[0].isDone() || !h.reqs[1].isDone() {
+		t.Fatalf("done = %v %v, want false true", h.reqs[0].isDone(), h.reqs[1].isDone())
 	}
 	h.cancel(1) // matched: cancel fails
 	h.cancel(0) // cancelled again: still reports cancelled

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime"
+	"sync"
 	"sync/atomic"
+
+	"github.com/narma-rma/narma/internal/mem"
 )
 
 // Wildcards for Recv, Irecv and Probe.
@@ -45,7 +48,11 @@ type recvReq struct {
 	ctx  ctxID
 	tag  int
 	buf  []byte
-	done atomic.Bool // set, under Comm.mu, after st and err: a waiter polls it without the lock
+	// done is 1 once the request has matched: set, under Comm.mu, after
+	// st and err, with a release store (the Unlock that follows orders it
+	// before the look for sleepers, wake); a waiter polls it without the
+	// lock (isDone).
+	done uint32
 	// placed: buf is lent to the transport, which writes the payload of
 	// the message that matches into it (msgPlacer); under Comm.mu.
 	placed bool
@@ -81,7 +88,7 @@ func (r *recvReq) deliver(src, tag int, data []byte) {
 		r.err = ErrTruncate
 		r.st.Count = len(data)
 	}
-	r.done.Store(true)
+	mem.StoreRelease32(&r.done, 1)
 }
 
 // parseMsgHeader returns the context and tag of a message's header; ok
@@ -126,16 +133,14 @@ func (c *Comm) send(op string, ctx ctxID, buf []byte, dest, tag int) error {
 		return err
 	}
 	// The header goes through an interface call, so a local array would
-	// be allocated on the heap each time: keep one (SendAM copies it).
-	hdr := c.spareHdr.Swap(nil)
-	if hdr == nil {
-		hdr = new([msgHeaderLen]byte)
-	}
+	// be allocated on the heap each time: take one from the pool (SendAM
+	// copies it).
+	hdr := hdrPool.Get().(*[msgHeaderLen]byte)
 	*hdr = [msgHeaderLen]byte{}
 	binary.LittleEndian.PutUint16(hdr[0:2], uint16(ctx))
 	binary.LittleEndian.PutUint32(hdr[4:8], uint32(int32(tag)))
 	err := c.ep.SendAM(c.jobRank(dest), amMsg, hdr[:], buf)
-	c.spareHdr.Store(hdr)
+	hdrPool.Put(hdr)
 	if err != nil {
 		return opErr(op, c.rank, ErrPeer, "to rank %d: %v", dest, err)
 	}
@@ -263,9 +268,14 @@ func (c *Comm) post(r *recvReq) {
 // cancel removes r from the posted queue if it has not matched; it
 // reports whether r was cancelled.
 func (c *Comm) cancel(r *recvReq) bool {
+	if r.isDone() {
+		// Matched: the match took it out of the queue, under c.mu,
+		// before it set done.
+		return false
+	}
 	for {
 		c.mu.Lock()
-		if r.done.Load() {
+		if r.isDone() {
 			c.mu.Unlock()
 			return false
 		}
@@ -334,7 +344,10 @@ func (p *msgPlacer) Unplace(src int, hdr []byte) {
 
 // recvDone reports whether r has matched (then its status and error are
 // set); waiters call it every round, without the lock.
-func (c *Comm) recvDone(r *recvReq) bool { return r.done.Load() }
+func (c *Comm) recvDone(r *recvReq) bool { return r.isDone() }
+
+// isDone reports whether r has matched.
+func (r *recvReq) isDone() bool { return atomic.LoadUint32(&r.done) != 0 }
 
 func (c *Comm) recv(ctx context.Context, op string, mctx ctxID, buf []byte, src, tag int) (Status, error) {
 	if err := c.checkRecvArgs(op, src, tag); err != nil {
@@ -361,16 +374,24 @@ func (c *Comm) recv(ctx context.Context, op string, mctx ctxID, buf []byte, src,
 	return r.st, nil
 }
 
-// newRecv returns the request of a blocking receive, the one kept by
-// freeRecv if there is one: a blocking receive allocates nothing.
+// Pools of the headers of sends and the requests of blocking receives,
+// which would otherwise be allocated for every message. A pool's Get and
+// Put take no locked instruction when the processor's own cache has an
+// item (an atomic swap in the Comm took three per round trip, on its
+// path).
+var (
+	hdrPool  = sync.Pool{New: func() any { return new([msgHeaderLen]byte) }}
+	recvPool = sync.Pool{New: func() any { return new(recvReq) }}
+)
+
+// newRecv returns the request of a blocking receive, from the pool that
+// freeRecv fills: a blocking receive allocates nothing.
 func (c *Comm) newRecv(src int, mctx ctxID, tag int, buf []byte) *recvReq {
-	r := c.spareRecv.Swap(nil)
-	if r == nil {
-		r = new(recvReq)
-	}
+	r := recvPool.Get().(*recvReq)
 	r.src, r.from, r.grp, r.ctx, r.tag, r.buf = src, c.from(src), c.grp, mctx, tag, buf
-	r.st, r.err, r.placed = Status{}, nil, false
-	r.done.Store(false)
+	// Nobody else sees r before post: plain stores (an atomic one is a
+	// locked instruction).
+	r.st, r.err, r.placed, r.done = Status{}, nil, false, 0
 	return r
 }
 
@@ -379,7 +400,7 @@ func (c *Comm) newRecv(src int, mctx ctxID, tag int, buf []byte) *recvReq {
 // nor anything else refers to it any more.
 func (c *Comm) freeRecv(r *recvReq) {
 	r.buf = nil
-	c.spareRecv.Store(r)
+	recvPool.Put(r)
 }
 
 func (c *Comm) waitRecv(ctx context.Context, r *recvReq) error {
