@@ -158,7 +158,7 @@ func TestHotPathAllocsDeferred(t *testing.T) {
 	if err := w.Lock(ctx, true, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if w.lockHeld[1] {
+	if w.targets[1].lockHeld {
 		t.Fatal("deferred Lock took the lock at once")
 	}
 	// AllocsPerRun runs the function once before measuring: that first

@@ -207,7 +207,7 @@ func (w *Win) Resolve(a DynAddr) (int, error) {
 	if len(d.slots) >= maxDynSlots {
 		return 0, opErr("Resolve", w.c.rank, ErrInvalidArgs, "%d addresses resolved, the most a window holds", len(d.slots))
 	}
-	if a.Size/w.units[a.Rank] >= 1<<dynShift {
+	if a.Size/w.targets[a.Rank].unit >= 1<<dynShift {
 		return 0, opErr("Resolve", w.c.rank, ErrBounds, "buffer of %d bytes", a.Size)
 	}
 	reg, err := w.c.ep.Region(w.c.jobRank(a.Rank), a.Key, a.Size)

@@ -192,8 +192,8 @@ func (w *Win) checkNotice(name string, n *transport.Notice, target int) error {
 			return opErr(name, w.c.rank, ErrTag, "notice tag %d is negative", n.Tag())
 		}
 	case transport.NoticeCounter:
-		if n.Tag() < 0 || int(n.Tag()) >= w.ncounters[target] {
-			return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", n.Tag(), target, w.ncounters[target])
+		if n.Tag() < 0 || int(n.Tag()) >= w.targets[target].ncounters {
+			return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", n.Tag(), target, w.targets[target].ncounters)
 		}
 	case transport.NoticeSignal:
 		if n.Op() >= badTag {
@@ -204,11 +204,11 @@ func (w *Win) checkNotice(name string, n *transport.Notice, target int) error {
 		}
 		// The offset is the program's displacement times the target's
 		// unit (see prepare): the errors name both.
-		if n.Offset()+8 > uint64(w.sizes[target]) || n.Offset() > uint64(w.sizes[target]) {
-			return opErr(name, w.c.rank, ErrBounds, "signal displacement %d (byte %d) outside window of %d bytes at rank %d", n.Offset()/uint64(w.units[target]), n.Offset(), w.sizes[target], target)
+		if n.Offset()+8 > uint64(w.targets[target].size) || n.Offset() > uint64(w.targets[target].size) {
+			return opErr(name, w.c.rank, ErrBounds, "signal displacement %d (byte %d) outside window of %d bytes at rank %d", n.Offset()/uint64(w.targets[target].unit), n.Offset(), w.targets[target].size, target)
 		}
 		if n.Offset()%8 != 0 {
-			return opErr(name, w.c.rank, ErrAlign, "signal displacement %d (byte %d) is not 8-byte aligned", n.Offset()/uint64(w.units[target]), n.Offset())
+			return opErr(name, w.c.rank, ErrAlign, "signal displacement %d (byte %d) is not 8-byte aligned", n.Offset()/uint64(w.targets[target].unit), n.Offset())
 		}
 	default:
 		return opErr(name, w.c.rank, ErrInvalidNotification, "notice kind %d", n.Kind())
@@ -363,7 +363,7 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 	// too: perform them. (Operations queued in a fence or PSCW epoch can
 	// only be performed by that epoch's closing call.)
 	for t := range w.queue {
-		if len(w.queue[t]) > 0 && (w.lockKind[t] != 0 || w.lockAll) {
+		if len(w.queue[t]) > 0 && (w.targets[t].lockKind != 0 || w.lockAll) {
 			if err := w.settle("SetCounters", ctx, t); err != nil {
 				return err
 			}
@@ -374,7 +374,7 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 	}
 	// The new counters, in memory that origins of this host may map if
 	// they set signals directly (and then counters too).
-	cs, err := w.c.newCounterSet(n, w.mapped != nil)
+	cs, err := w.c.newCounterSet(n, w.mapsAny)
 	if err != nil {
 		return opErr("SetCounters", w.c.rank, ErrInvalidArgs, "expose counters: %v", err)
 	}
@@ -407,19 +407,19 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 		}
 	}
 	var ferr error
-	for r := range w.ncounters {
+	for r := range w.targets {
 		k := int(binary.LittleEndian.Uint64(all[r*rec:]))
-		w.ncounters[r] = k
-		if w.mapped == nil {
+		w.targets[r].ncounters = k
+		if !w.mapsAny {
 			continue
 		}
-		w.counterMaps[r] = nil
-		if key := transport.Key(all[r*rec+8 : (r+1)*rec]); w.mapped[r] != nil && k > 0 && key != (transport.Key{}) {
+		w.targets[r].counterMap = nil
+		if key := transport.Key(all[r*rec+8 : (r+1)*rec]); w.targets[r].mapped != nil && k > 0 && key != (transport.Key{}) {
 			m, err := w.mapCounters(r, key, k)
 			if err != nil && ferr == nil {
 				ferr = opErr("SetCounters", w.c.rank, ErrPeer, "counters of rank %d: %v", r, err)
 			}
-			w.counterMaps[r] = m
+			w.targets[r].counterMap = m
 		}
 	}
 	// Nobody may notify with the new sizes before every target has them,
@@ -641,12 +641,12 @@ func (c *Comm) signalMapping(w *Win, r int) []byte {
 	if c.waker == nil || !w.synchronous || w.dyn != nil {
 		return nil
 	}
-	mr, ok := w.regions[r].(transport.MappedRegion)
+	mr, ok := w.targets[r].region.(transport.MappedRegion)
 	if !ok {
 		return nil
 	}
 	m, ok := mr.Mapped()
-	if !ok || len(m) != w.sizes[r] {
+	if !ok || len(m) != w.targets[r].size {
 		return nil
 	}
 	return m
@@ -657,11 +657,11 @@ func (c *Comm) signalMapping(w *Win, r int) []byte {
 // signalMapping): it returns the notice the operation carries instead
 // (none) and the word to update, or n and nil.
 func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notice, []byte) {
-	if w.mapped == nil || bytes > directMax {
+	if !w.mapsAny || bytes > directMax {
 		return n, nil
 	}
 	if n.Kind() == transport.NoticeCounter {
-		m := w.counterMaps[t]
+		m := w.targets[t].counterMap
 		if i := uint64(n.Tag()); n.Tag() < 0 || m == nil || i >= uint64(len(m)/8) {
 			return n, nil
 		}
@@ -682,7 +682,7 @@ func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notic
 // operation or displacement a handler would refuse (checkNotice has
 // looked already; this looks again since it writes into t's memory).
 func (w *Win) mappedSignal(t int, op transport.SignalOp, disp, unit uint64) []byte {
-	m := w.mapped[t]
+	m := w.targets[t].mapped
 	hi, off := bits.Mul64(disp, unit)
 	if m == nil || op != transport.SignalSet && op != transport.SignalAdd || hi != 0 || len(m) < 8 || off > uint64(len(m)-8) || off%8 != 0 {
 		return nil
@@ -769,9 +769,9 @@ func (w *Win) checkBadNotice(name string, n *transport.Notice, target int) error
 	case badTag:
 		return opErr(name, w.c.rank, ErrTag, "notice tag %d not in [0,%d]", v, MaxTag)
 	case badCounter:
-		return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", v, target, w.ncounters[target])
+		return opErr(name, w.c.rank, ErrInvalidNotification, "counter %d, rank %d has %d", v, target, w.targets[target].ncounters)
 	case badSignalDisp:
-		return opErr(name, w.c.rank, ErrBounds, "signal displacement %d outside window of %d bytes at rank %d", v, w.sizes[target], target)
+		return opErr(name, w.c.rank, ErrBounds, "signal displacement %d outside window of %d bytes at rank %d", v, w.targets[target].size, target)
 	}
 	return opErr(name, w.c.rank, ErrInvalidNotification, "signal operation %d", v)
 }

@@ -179,8 +179,8 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 	if o.tl.elems() != o.n {
 		return opErr(name, rank, ErrLayout, "target layout %v holds %d elements, origin %d", a.TLayout, o.tl.elems(), o.n)
 	}
-	size, unit, disp := w.sizes[a.Target], w.units[a.Target], a.Disp
-	o.reg = w.regions[a.Target]
+	size, unit, disp := w.targets[a.Target].size, w.targets[a.Target].unit, a.Disp
+	o.reg = w.targets[a.Target].region
 	if w.dyn != nil {
 		if a.Notice.Kind() == transport.NoticeSignal {
 			return opErr(name, rank, ErrInvalidNotification, "a signal on a dynamic window, which has no window memory for its word")
@@ -216,7 +216,7 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 
 // exec performs a, checked into p, now. c may be nil.
 func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) error {
-	if w.mapped == nil {
+	if !w.mapsAny {
 		return w.execOp(name, a, p, c)
 	}
 	n, word := w.splitDirect(a.Target, p.notice, len(a.Origin))
@@ -356,14 +356,14 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		return false, nil
 	}
 	t := a.Target
-	if uint(t) >= uint(len(w.sizes)) {
+	if uint(t) >= uint(len(w.targets)) {
 		return false, nil
 	}
 	// A signal's offset is in displacement units, which the general path
 	// converts, unless this rank sets it itself (below); a bad notice
 	// takes the general path for its error.
 	signal := a.Notice.Kind() == transport.NoticeSignal
-	if signal && (w.mapped == nil || w.mapped[t] == nil || len(a.Origin) > directMax) || !signal && w.checkNotice("", &a.Notice, t) != nil {
+	if signal && (!w.mapsAny || w.targets[t].mapped == nil || len(a.Origin) > directMax) || !signal && w.checkNotice("", &a.Notice, t) != nil {
 		return false, nil
 	}
 	r, fence := w.routeOf(t)
@@ -375,7 +375,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if esz == 0 || (esz&(esz-1) == 0 && len(a.Origin)&(esz-1) != 0) || (esz&(esz-1) != 0 && len(a.Origin)%esz != 0) {
 		return false, nil
 	}
-	size, unit := w.sizes[t], w.units[t]
+	size, unit := w.targets[t].size, w.targets[t].unit
 	hi, off := bits.Mul64(uint64(a.Disp), uint64(unit))
 	if a.Disp < 0 || hi != 0 || off > uint64(size) || int(off)+len(a.Origin) > size {
 		return false, nil
@@ -387,16 +387,16 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 			return false, nil
 		}
 		n = transport.Notice{}
-	} else if w.mapped != nil {
+	} else if w.mapsAny {
 		n, word = w.splitDirect(t, n, len(a.Origin)) // a counter this rank adds itself
 	}
 	if fence {
 		w.fenceUsed = true // only now that every check passed
 	}
 	if a.Kind == KindPut {
-		err = w.regions[t].Put(int(off), a.Origin, n, nil)
+		err = w.targets[t].region.Put(int(off), a.Origin, n, nil)
 	} else {
-		err = w.regions[t].Get(int(off), a.Origin, n, nil)
+		err = w.targets[t].region.Get(int(off), a.Origin, n, nil)
 	}
 	if err != nil {
 		return true, w.transportErr(a.name(), t, int(off), err)
@@ -429,16 +429,16 @@ func (w *Win) DoRequest(a *Access) (*Request, error) {
 		return nil, err
 	}
 	t := a.Target
-	if w.lockKind[t] == 0 && !w.lockAll {
+	if w.targets[t].lockKind == 0 && !w.lockAll {
 		return nil, opErr(name, w.c.rank, ErrEpoch, "request-based operations need a lock epoch on rank %d", t)
 	}
 	r := &Request{c: w.c, kind: reqRMA, op: name, st: Status{Source: t, Count: p.n * a.Type.Size()}}
-	if !w.synchronous || !w.lockHeld[t] {
+	if !w.synchronous || !w.targets[t].lockHeld {
 		// The operation may complete on another goroutine: let that
 		// wake waiters of the wait family.
 		r.comp.SetWake(w.c.wake)
 	}
-	if !w.lockHeld[t] {
+	if !w.targets[t].lockHeld {
 		// Deferred lock not taken yet: queue the operation with its
 		// request; the request's Wait (or Flush, Unlock) takes the lock.
 		r.win, r.target = w, t
@@ -500,12 +500,12 @@ func (w *Win) routeOf(t int) (r routing, fence bool) {
 		now = routeDeferred
 	}
 	switch {
-	case w.lockKind[t] != 0 || w.lockAll:
-		if w.lockHeld[t] {
+	case w.targets[t].lockKind != 0 || w.lockAll:
+		if w.targets[t].lockHeld {
 			return routeNow, false
 		}
 		return routeDeferred, false
-	case w.accessOn && w.accessSet[t]:
+	case w.accessOn && w.targets[t].inAccess:
 		return now, false
 	case w.fenceOpen:
 		return now, true
@@ -558,13 +558,13 @@ func (w *Win) replay(name string, t int, getsLast bool) error {
 // takes the lock (waiting for it if wait is set, else in one attempt) and
 // performs the queue. It is a no-op once the epoch has moved on.
 func (w *Win) progressRequest(ctx context.Context, t int, wait bool) error {
-	if w.freed || w.lockHeld[t] || (w.lockKind[t] == 0 && !w.lockAll) || len(w.queue[t]) == 0 {
+	if w.freed || w.targets[t].lockHeld || (w.targets[t].lockKind == 0 && !w.lockAll) || len(w.queue[t]) == 0 {
 		return nil
 	}
 	if wait {
 		return w.settle("Wait", ctx, t)
 	}
-	kind := w.lockKind[t]
+	kind := w.targets[t].lockKind
 	if w.lockAll {
 		kind = lockShared
 	}
@@ -572,6 +572,6 @@ func (w *Win) progressRequest(ctx context.Context, t int, wait bool) error {
 	if !ok || err != nil {
 		return err
 	}
-	w.lockHeld[t] = true
+	w.targets[t].lockHeld = true
 	return w.replay("Test", t, true)
 }

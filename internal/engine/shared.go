@@ -50,7 +50,7 @@ func (w *Win) Mapped(r int) ([]byte, error) {
 	if r == w.c.rank {
 		return w.mem, nil
 	}
-	if m, ok := w.regions[r].(transport.MappedRegion); ok {
+	if m, ok := w.targets[r].region.(transport.MappedRegion); ok {
 		if b, ok := m.Mapped(); ok {
 			return b, nil
 		}

@@ -83,7 +83,7 @@ func (w *Win) Lock(ctx context.Context, exclusive bool, target int, assert Asser
 	if err := w.checkAssert("Lock", assert, lockAsserts); err != nil {
 		return err
 	}
-	if w.lockAll || w.lockKind[target] != 0 {
+	if w.lockAll || w.targets[target].lockKind != 0 {
 		return opErr("Lock", w.c.rank, ErrLock, "rank %d is already locked", target)
 	}
 	if w.accessOn {
@@ -103,12 +103,12 @@ func (w *Win) Lock(ctx context.Context, exclusive bool, target int, assert Asser
 		if err := w.acquire(ctx, "Lock", target, kind); err != nil {
 			return err
 		}
-		w.lockHeld[target] = true
+		w.targets[target].lockHeld = true
 	}
 	if kind&lockNoCheck != 0 {
-		w.lockHeld[target] = true
+		w.targets[target].lockHeld = true
 	}
-	w.lockKind[target] = kind
+	w.targets[target].lockKind = kind
 	w.nlocks++
 	return nil
 }
@@ -132,19 +132,19 @@ func (w *Win) LockAll(ctx context.Context, assert Assert) error {
 	}
 	w.lockAll = true
 	w.lockAllNoCheck = assert&NoCheck != 0
-	for t := range w.lockHeld {
+	for t := range w.targets {
 		if w.lockAllNoCheck {
-			w.lockHeld[t] = true
+			w.targets[t].lockHeld = true
 		} else if w.strategy == Immediate {
 			if err := w.acquire(ctx, "LockAll", t, lockShared); err != nil {
 				for u := 0; u < t; u++ {
 					w.release(u, lockShared)
-					w.lockHeld[u] = false
+					w.targets[u].lockHeld = false
 				}
 				w.lockAll = false
 				return err
 			}
-			w.lockHeld[t] = true
+			w.targets[t].lockHeld = true
 		}
 	}
 	return nil
@@ -153,17 +153,17 @@ func (w *Win) LockAll(ctx context.Context, assert Assert) error {
 // settle brings target t of a lock epoch to the point where operations go
 // straight to the target: the lock is held and the queue is empty.
 func (w *Win) settle(name string, ctx context.Context, t int) error {
-	if w.lockHeld[t] {
+	if w.targets[t].lockHeld {
 		return nil
 	}
-	kind := w.lockKind[t]
+	kind := w.targets[t].lockKind
 	if w.lockAll {
 		kind = lockShared
 	}
 	if err := w.acquire(ctx, name, t, kind); err != nil {
 		return err
 	}
-	w.lockHeld[t] = true
+	w.targets[t].lockHeld = true
 	return w.replay(name, t, true)
 }
 
@@ -184,13 +184,13 @@ func (w *Win) Unlock(ctx context.Context, target int) error {
 	if err := w.c.checkRank("Unlock", target); err != nil {
 		return err
 	}
-	kind := w.lockKind[target]
+	kind := w.targets[target].lockKind
 	if kind == 0 || w.lockAll {
 		return opErr("Unlock", w.c.rank, ErrLock, "rank %d is not locked by Lock", target)
 	}
 	ended, err := w.finishTarget(ctx, "Unlock", target, kind)
 	if ended {
-		w.lockKind[target] = 0
+		w.targets[target].lockKind = 0
 		w.nlocks--
 	}
 	return err
@@ -212,7 +212,7 @@ func (w *Win) UnlockAll(ctx context.Context) error {
 		kind |= lockNoCheck
 	}
 	all := true
-	for t := range w.lockHeld {
+	for t := range w.targets {
 		ended, err := w.finishTarget(ctx, "UnlockAll", t, kind)
 		if err != nil && first == nil {
 			first = err
@@ -229,8 +229,8 @@ func (w *Win) UnlockAll(ctx context.Context) error {
 // reports whether t's epoch is over; it is not when the lock could not be
 // taken for a reason that may pass (the context ended).
 func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) (ended bool, err error) {
-	if !w.lockHeld[t] && len(w.queue[t]) > 0 {
-		if err = w.settle(name, ctx, t); err != nil && !w.lockHeld[t] {
+	if !w.targets[t].lockHeld && len(w.queue[t]) > 0 {
+		if err = w.settle(name, ctx, t); err != nil && !w.targets[t].lockHeld {
 			if ctx.Err() != nil && !w.c.peerFailed(t) {
 				return false, err // may pass: the epoch stays open
 			}
@@ -238,7 +238,7 @@ func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) 
 			return true, err
 		}
 	}
-	if w.lockHeld[t] {
+	if w.targets[t].lockHeld {
 		if !w.synchronous {
 			if ferr := w.c.ep.Flush(ctx, w.c.jobRank(t)); ferr != nil && err == nil {
 				err = w.c.transportFailure(name, ctx, ferr, "flush rank %d", t)
@@ -248,7 +248,7 @@ func (w *Win) finishTarget(ctx context.Context, name string, t int, kind uint8) 
 			w.release(t, kind)
 		}
 	}
-	w.lockHeld[t] = false
+	w.targets[t].lockHeld = false
 	return true, err
 }
 
@@ -290,7 +290,7 @@ func (w *Win) flushOne(ctx context.Context, name string, target int, local bool)
 	if err := w.c.checkRank(name, target); err != nil {
 		return err
 	}
-	if w.lockKind[target] == 0 && !w.lockAll {
+	if w.targets[target].lockKind == 0 && !w.lockAll {
 		return opErr(name, w.c.rank, ErrEpoch, "rank %d is not locked", target)
 	}
 	return w.flush(ctx, name, target, local)
@@ -299,7 +299,7 @@ func (w *Win) flushOne(ctx context.Context, name string, target int, local bool)
 // flush completes the operations issued to t: at the origin only if
 // local, else at both ends.
 func (w *Win) flush(ctx context.Context, name string, t int, local bool) error {
-	if !w.lockHeld[t] {
+	if !w.targets[t].lockHeld {
 		if len(w.queue[t]) == 0 {
 			return nil
 		}
@@ -336,8 +336,8 @@ func (w *Win) flushAll(ctx context.Context, name string, local bool) error {
 		return opErr(name, w.c.rank, ErrEpoch, "no lock epoch is open")
 	}
 	var first error
-	for t := range w.lockKind {
-		if w.lockAll || w.lockKind[t] != 0 {
+	for t := range w.targets {
+		if w.lockAll || w.targets[t].lockKind != 0 {
 			if err := w.flush(ctx, name, t, local); err != nil && first == nil {
 				first = err
 			}

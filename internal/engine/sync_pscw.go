@@ -110,7 +110,7 @@ func (w *Win) Start(ctx context.Context, group []int, assert Assert) error {
 		}
 	}
 	for _, r := range group {
-		w.accessSet[r] = true
+		w.targets[r].inAccess = true
 	}
 	w.accessOn = true
 	return nil
@@ -189,7 +189,7 @@ func (w *Win) Complete(ctx context.Context) error {
 		}
 	}
 	for _, r := range w.access {
-		w.accessSet[r] = false
+		w.targets[r].inAccess = false
 		if w.c.peerFailed(r) {
 			if first == nil {
 				first = opErr("Complete", w.c.rank, ErrPeer, "rank %d failed", r)

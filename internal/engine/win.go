@@ -104,6 +104,24 @@ const (
 	winFenceDone
 )
 
+// winTarget is the state of a window's access to one rank. The fields an
+// operation reads (a put with a tag: region, size, unit and the lock
+// state) lead, within the first cache line.
+type winTarget struct {
+	region    transport.Region // the rank's data region
+	size      int              // its window size, bytes
+	unit      int              // its displacement unit
+	ncounters int              // its number of notification counters
+	lockKind  uint8            // 0, lockShared or lockExclusive
+	lockHeld  bool             // the lock word is held at the rank
+	inAccess  bool             // the rank is in the current PSCW access group
+	// mapped is the rank's window as this process maps it, where
+	// signals and counters are set directly (splitDirect), else nil;
+	// counterMap likewise its notification counters (SetCounters).
+	mapped     []byte
+	counterMap []byte
+}
+
 // Win is one rank's part of a window.
 //
 // The origin-side state (epochs, queues) is used by one goroutine of the
@@ -111,60 +129,61 @@ const (
 // control messages are counted in words of the control region (see
 // ctlSize), which take atomic operations.
 type Win struct {
-	c        *Comm
-	id       uint64
-	mem      []byte
-	owned    bool // mem came from Allocate and is freed with the window
-	unit     int
-	strategy Strategy
-	ctl      []byte
-	key      transport.Key
-	ctlKey   transport.Key
+	// What every operation reads comes first, in the first cache line:
+	// the fast path of a put (rma.go) touches this line and one of
+	// targets.
+	c *Comm
+	// targets is what an access needs of each rank, in one place: an
+	// operation reads one line of it, not one of each of nine arrays.
+	targets     []winTarget
+	dyn         *dynState // a dynamic window's attachments and resolved addresses; nil for others
+	strategy    Strategy
+	freed       bool
+	mapsAny     bool // this process maps some rank's window (winTarget.mapped): signals and counters are set directly
+	synchronous bool // the transport completes operations on return
+	fenceOpen   bool // a fence epoch is open (last fence had no NOSUCCEED)
+	fenceUsed   bool // an operation was issued in the open fence epoch
+	accessOn    bool
+	lockAll     bool
 
-	regions     []transport.Region // data region of each rank
-	ctlRegions  []transport.Region // control region of each rank
-	lockWords   []transport.Word   // each rank's lock word, if the transport gives words (Caps.Direct)
-	mapped      [][]byte           // each rank's window as this process maps it, where signals and counters are set directly (splitDirect); nil if none
-	counterMaps [][]byte           // each rank's notification counters as this process maps them, where mapped is not nil (SetCounters)
-	sizes       []int              // window size of each rank, bytes
-	units       []int              // displacement unit of each rank
+	// What a target's test of a request reads (notify.go), next: the
+	// window's key, which a notice names, the request and its taker, and
+	// the queue of notices.
+	key       transport.Key
+	directReq *Request              // the request testNotify polls for; the owner's only
+	direct    transport.NoticeTaker // w.takeNotice, made once: the taker of PollNotices
+	mq        match.Queue           // tag notices drained from the inbox; the owner's only
 
-	freed bool
+	id     uint64
+	mem    []byte
+	owned  bool // mem came from Allocate and is freed with the window
+	unit   int
+	ctl    []byte
+	ctlKey transport.Key
 
-	dyn *dynState // a dynamic window's attachments and resolved addresses; nil for others
+	ctlRegions []transport.Region // control region of each rank
+	lockWords  []transport.Word   // each rank's lock word, if the transport gives words (Caps.Direct)
 
-	// origin-side epoch state
-	fenceOpen      bool // a fence epoch is open (last fence had no NOSUCCEED)
-	fenceUsed      bool // an operation was issued in the open fence epoch
+	// origin-side epoch state, with the flags above
 	access         []int
-	accessSet      []bool // target is in the current PSCW access group
-	accessOn       bool
 	accessNoCheck  bool
 	postsTaken     bool
 	exposeGrp      []int
 	exposeOn       bool
-	lockKind       []uint8 // per target: 0, lockShared or lockExclusive
-	lockHeld       []bool  // per target: the lock word is held at the target
-	lockAll        bool
 	lockAllNoCheck bool
 	nlocks         int
 	scratch        lockScratch
 	lockSeen       uint64    // the lock word as the last failed lock attempt saw it
-	synchronous    bool      // the transport completes operations on return
 	queue          [][]rmaOp // deferred operations per target
 	queued         int
 
 	// Notified Access, target side (notify.go).
-	inbox     inbox                      // tag notices not yet matched
-	mq        match.Queue                // tag notices drained from the inbox; the owner's only
-	direct    transport.NoticeTaker      // w.takeNotice, made once: the taker of PollNotices
-	directReq *Request                   // the request testNotify polls for; the owner's only
-	counters  atomic.Pointer[counterSet] // notification counters
+	inbox    inbox                      // tag notices not yet matched
+	counters atomic.Pointer[counterSet] // notification counters
 	// counting is the number of handlers between loading counters and
 	// incrementing one: SetCounters waits for it to drop to zero before
 	// it moves the old set's counts into the new one.
 	counting   atomic.Int32
-	ncounters  []int        // number of counters of each rank
 	badNotices atomic.Int64 // notices refused at this target (bad counter or signal)
 
 	// Control messages taken (see ctlSize): posts and completes per
@@ -227,18 +246,12 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		c: c, mem: buf, owned: owned, unit: opt.DispUnit, strategy: opt.Strategy,
 		ctl:           mem.Alloc(ctlSize(n)),
 		synchronous:   c.ep.Caps().Synchronous,
-		regions:       make([]transport.Region, n),
+		targets:       make([]winTarget, n),
 		ctlRegions:    make([]transport.Region, n),
-		sizes:         make([]int, n),
-		units:         make([]int, n),
-		accessSet:     make([]bool, n),
-		lockKind:      make([]uint8, n),
-		lockHeld:      make([]bool, n),
 		queue:         make([][]rmaOp, n),
 		seenPosts:     make([]uint64, n),
 		seenCompletes: make([]uint64, n),
 		owedCompletes: make([]uint64, n),
-		ncounters:     make([]int, n),
 		dyn:           dyn,
 	}
 	w.direct = w.takeNotice
@@ -290,20 +303,17 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		if id := binary.LittleEndian.Uint64(rec[0:]); id != w.id {
 			return fail(opErr(op, c.rank, ErrCollective, "rank %d creates window %d, this rank %d", r, id, w.id))
 		}
-		w.sizes[r] = int(binary.LittleEndian.Uint64(rec[8:]))
-		w.units[r] = int(binary.LittleEndian.Uint64(rec[16:]))
-		if w.regions[r], err = c.ep.Region(c.jobRank(r), transport.Key(rec[infoKey:infoCtlKey]), w.sizes[r]); err != nil {
+		w.targets[r].size = int(binary.LittleEndian.Uint64(rec[8:]))
+		w.targets[r].unit = int(binary.LittleEndian.Uint64(rec[16:]))
+		if w.targets[r].region, err = c.ep.Region(c.jobRank(r), transport.Key(rec[infoKey:infoCtlKey]), w.targets[r].size); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "region of rank %d: %v", r, err))
 		}
 		if w.ctlRegions[r], err = c.ep.Region(c.jobRank(r), transport.Key(rec[infoCtlKey:infoLen]), ctlSize(n)); err != nil {
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
 		}
 		if m := c.signalMapping(w, r); m != nil {
-			if w.mapped == nil {
-				w.mapped = make([][]byte, n)
-				w.counterMaps = make([][]byte, n)
-			}
-			w.mapped[r] = m
+			w.mapsAny = true
+			w.targets[r].mapped = m
 		}
 		if wr, ok := w.ctlRegions[r].(transport.WordRegion); ok && c.ep.Caps().Direct {
 			if w.lockWords == nil {
