@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/narma-rma/narma/internal/mem"
 )
@@ -281,5 +282,29 @@ func TestSendRecvAllocs(t *testing.T) {
 	}
 	if err := <-echo; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWinTargetLine: what an operation reads of a rank's winTarget lies
+// in one cache line, for every rank (on 64-bit platforms): a winTarget is
+// a line long, and the allocator starts a slice of them on a line or,
+// past 512 bytes, 8 bytes after one (its header), which the fields'
+// 43 bytes still fit behind.
+func TestWinTargetLine(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("64-bit platforms only")
+	}
+	if s := unsafe.Sizeof(winTarget{}); s != lineSize {
+		t.Fatalf("winTarget is %d bytes, want %d", s, lineSize)
+	}
+	hot := unsafe.Offsetof(winTarget{}.inAccess) + 1
+	for _, n := range []int{1, 2, 3, 4, 5, 8, 13, 64, 1000} {
+		ts := make([]winTarget, n)
+		for i := range ts {
+			a := uintptr(unsafe.Pointer(&ts[i]))
+			if a/lineSize != (a+hot-1)/lineSize {
+				t.Fatalf("%d targets: the fields of target %d, at %#x, cross a line", n, i, a)
+			}
+		}
 	}
 }

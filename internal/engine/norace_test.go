@@ -2,5 +2,5 @@
 
 package engine
 
-// raceEnabled: the tests run under the race detector.
+// raceEnabled: whether the tests run under the race detector.
 const raceEnabled = false

@@ -374,7 +374,7 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 	}
 	// The new counters, in memory that origins of this host may map if
 	// they set signals directly (and then counters too).
-	cs, err := w.c.newCounterSet(n, w.mapsAny)
+	cs, err := w.c.newCounterSet(n, w.maps != nil)
 	if err != nil {
 		return opErr("SetCounters", w.c.rank, ErrInvalidArgs, "expose counters: %v", err)
 	}
@@ -410,16 +410,16 @@ func (w *Win) SetCounters(ctx context.Context, n int) error {
 	for r := range w.targets {
 		k := int(binary.LittleEndian.Uint64(all[r*rec:]))
 		w.targets[r].ncounters = k
-		if !w.mapsAny {
+		if w.maps == nil {
 			continue
 		}
-		w.targets[r].counterMap = nil
-		if key := transport.Key(all[r*rec+8 : (r+1)*rec]); w.targets[r].mapped != nil && k > 0 && key != (transport.Key{}) {
+		w.maps[r].counters = nil
+		if key := transport.Key(all[r*rec+8 : (r+1)*rec]); w.maps[r].window != nil && k > 0 && key != (transport.Key{}) {
 			m, err := w.mapCounters(r, key, k)
 			if err != nil && ferr == nil {
 				ferr = opErr("SetCounters", w.c.rank, ErrPeer, "counters of rank %d: %v", r, err)
 			}
-			w.targets[r].counterMap = m
+			w.maps[r].counters = m
 		}
 	}
 	// Nobody may notify with the new sizes before every target has them,
@@ -657,11 +657,11 @@ func (c *Comm) signalMapping(w *Win, r int) []byte {
 // signalMapping): it returns the notice the operation carries instead
 // (none) and the word to update, or n and nil.
 func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notice, []byte) {
-	if !w.mapsAny || bytes > directMax {
+	if w.maps == nil || bytes > directMax {
 		return n, nil
 	}
 	if n.Kind() == transport.NoticeCounter {
-		m := w.targets[t].counterMap
+		m := w.maps[t].counters
 		if i := uint64(n.Tag()); n.Tag() < 0 || m == nil || i >= uint64(len(m)/8) {
 			return n, nil
 		}
@@ -682,7 +682,7 @@ func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notic
 // operation or displacement a handler would refuse (checkNotice has
 // looked already; this looks again since it writes into t's memory).
 func (w *Win) mappedSignal(t int, op transport.SignalOp, disp, unit uint64) []byte {
-	m := w.targets[t].mapped
+	m := w.maps[t].window
 	hi, off := bits.Mul64(disp, unit)
 	if m == nil || op != transport.SignalSet && op != transport.SignalAdd || hi != 0 || len(m) < 8 || off > uint64(len(m)-8) || off%8 != 0 {
 		return nil

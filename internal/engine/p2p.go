@@ -113,8 +113,10 @@ func (c *Comm) handleMsg(src int, hdr, payload []byte) {
 	c.mu.Lock()
 	for i, r := range c.posted.All() {
 		if matches(r.from, r.tag, r.ctx, src, tag, ctx) {
-			r.deliver(src, tag, payload)
+			// Out of the queue first: once done is set, its receiver
+			// may return and give r back to the pool (cancel, freeRecv).
 			c.posted.Remove(i)
+			r.deliver(src, tag, payload)
 			c.mu.Unlock()
 			c.wake()
 			return
@@ -354,7 +356,15 @@ func (c *Comm) recv(ctx context.Context, op string, mctx ctxID, buf []byte, src,
 		return Status{}, err
 	}
 	r := c.newRecv(src, mctx, tag, buf)
-	defer c.freeRecv(r)
+	st, err := c.recvPosted(ctx, op, r, buf, src)
+	// Not deferred: if the wait panicked (a handler's panic, in a poll),
+	// r may still be queued, and must not go back to the pool.
+	c.freeRecv(r)
+	return st, err
+}
+
+// recvPosted posts r, the request of a blocking receive, and waits for it.
+func (c *Comm) recvPosted(ctx context.Context, op string, r *recvReq, buf []byte, src int) (Status, error) {
 	c.post(r)
 	werr := c.waitRecv(ctx, r)
 	if werr == nil && !c.recvDone(r) {

@@ -216,7 +216,7 @@ func (w *Win) prepare(name string, a *Access, o *plan) error {
 
 // exec performs a, checked into p, now. c may be nil.
 func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) error {
-	if !w.mapsAny {
+	if w.maps == nil {
 		return w.execOp(name, a, p, c)
 	}
 	n, word := w.splitDirect(a.Target, p.notice, len(a.Origin))
@@ -363,7 +363,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	// converts, unless this rank sets it itself (below); a bad notice
 	// takes the general path for its error.
 	signal := a.Notice.Kind() == transport.NoticeSignal
-	if signal && (!w.mapsAny || w.targets[t].mapped == nil || len(a.Origin) > directMax) || !signal && w.checkNotice("", &a.Notice, t) != nil {
+	if signal && (w.maps == nil || w.maps[t].window == nil || len(a.Origin) > directMax) || !signal && w.checkNotice("", &a.Notice, t) != nil {
 		return false, nil
 	}
 	r, fence := w.routeOf(t)
@@ -387,7 +387,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 			return false, nil
 		}
 		n = transport.Notice{}
-	} else if w.mapsAny {
+	} else if w.maps != nil {
 		n, word = w.splitDirect(t, n, len(a.Origin)) // a counter this rank adds itself
 	}
 	if fence {

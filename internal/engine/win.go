@@ -104,9 +104,9 @@ const (
 	winFenceDone
 )
 
-// winTarget is the state of a window's access to one rank. The fields an
+// winTarget is the state of a window's access to one rank: what an
 // operation reads (a put with a tag: region, size, unit and the lock
-// state) lead, within the first cache line.
+// state), one cache line (TestWinTargetLine).
 type winTarget struct {
 	region    transport.Region // the rank's data region
 	size      int              // its window size, bytes
@@ -115,11 +115,17 @@ type winTarget struct {
 	lockKind  uint8            // 0, lockShared or lockExclusive
 	lockHeld  bool             // the lock word is held at the rank
 	inAccess  bool             // the rank is in the current PSCW access group
-	// mapped is the rank's window as this process maps it, where
-	// signals and counters are set directly (splitDirect), else nil;
-	// counterMap likewise its notification counters (SetCounters).
-	mapped     []byte
-	counterMap []byte
+	_         [lineSize - 43]byte
+}
+
+// lineSize is a cache line's size, for the layout of winTarget.
+const lineSize = 64
+
+// rankMaps is a rank's window and notification counters as this process
+// maps them, where signals and counters are set directly (splitDirect),
+// or nil.
+type rankMaps struct {
+	window, counters []byte
 }
 
 // Win is one rank's part of a window.
@@ -135,11 +141,13 @@ type Win struct {
 	c *Comm
 	// targets is what an access needs of each rank, in one place: an
 	// operation reads one line of it, not one of each of nine arrays.
-	targets     []winTarget
-	dyn         *dynState // a dynamic window's attachments and resolved addresses; nil for others
+	targets []winTarget
+	dyn     *dynState // a dynamic window's attachments and resolved addresses; nil for others
+	// maps is, by rank, the ranks' memory as this process maps it; nil
+	// if it maps no rank's window.
+	maps        []rankMaps
 	strategy    Strategy
 	freed       bool
-	mapsAny     bool // this process maps some rank's window (winTarget.mapped): signals and counters are set directly
 	synchronous bool // the transport completes operations on return
 	fenceOpen   bool // a fence epoch is open (last fence had no NOSUCCEED)
 	fenceUsed   bool // an operation was issued in the open fence epoch
@@ -312,8 +320,10 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 			return fail(opErr(op, c.rank, ErrPeer, "control region of rank %d: %v", r, err))
 		}
 		if m := c.signalMapping(w, r); m != nil {
-			w.mapsAny = true
-			w.targets[r].mapped = m
+			if w.maps == nil {
+				w.maps = make([]rankMaps, n)
+			}
+			w.maps[r].window = m
 		}
 		if wr, ok := w.ctlRegions[r].(transport.WordRegion); ok && c.ep.Caps().Direct {
 			if w.lockWords == nil {
