@@ -453,3 +453,37 @@ func BenchmarkNotifySelf(b *testing.B) {
 		return w.UnlockAll(ctx)
 	})
 }
+
+// BenchmarkSendRecvSelf is the whole software cost of a two-sided
+// exchange of 8 bytes, both sides on one rank: Send to this rank, then
+// Recv it. As BenchmarkNotifySelf, it shows the instructions a ping-pong's
+// half round trip adds to the machine's floor. Run it over shared memory
+// with NARMA_TRANSPORT=shm.
+func BenchmarkSendRecvSelf(b *testing.B) {
+	err := narma.Run(2, func(c *narma.Comm) error {
+		if c.Rank() != 0 {
+			return nil
+		}
+		ctx := c.Context()
+		out, in := []int64{1}, []int64{0}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			out[0] = int64(i)
+			if err := narma.Send(ctx, c, out, 0, 1); err != nil {
+				return err
+			}
+			if _, err := narma.Recv(ctx, c, in, 0, 1); err != nil {
+				return err
+			}
+		}
+		b.StopTimer()
+		if in[0] != int64(b.N-1) {
+			return fmt.Errorf("received %d, want %d", in[0], b.N-1)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}

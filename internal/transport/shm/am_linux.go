@@ -96,18 +96,18 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 			piece -= len(hdr)
 		}
 		piece = min(piece, len(rest))
-		rec := recHeader{length: uint32(recHead + piece), id: uint8(id), total: uint32(len(payload))}
+		length, flags, hdrLen := uint32(recHead+piece), uint8(0), uint16(0)
 		var h []byte
 		if first {
-			rec.flags |= recFirst
-			rec.length += uint32(len(hdr))
-			rec.hdrLen = uint16(len(hdr))
+			flags |= recFirst
+			length += uint32(len(hdr))
+			hdrLen = uint16(len(hdr))
 			h = hdr
 		}
 		if piece == len(rest) {
-			rec.flags |= recLast
+			flags |= recLast
 		}
-		if err := e.writeRecord(target, s, data, rh, rec, h, rest[:piece]); err != nil {
+		if err := e.writeRecord(target, s, data, rh, length, recRest(uint8(id), flags, hdrLen, uint32(len(payload))), h, rest[:piece]); err != nil {
 			return err
 		}
 		rest = rest[piece:]
@@ -116,13 +116,13 @@ func (e *Endpoint) SendAM(target int, id transport.AMID, hdr, payload []byte) er
 	return nil
 }
 
-// writeRecord writes record rec, its head followed by hdr and body, into
-// the ring data of target for this endpoint (s locked), waiting for room,
-// and publishes it.
-func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, rec recHeader, hdr, body []byte) error {
+// writeRecord writes the record of the given length whose head's second
+// word is rest (recRest), followed by hdr and body, into the ring data of
+// target for this endpoint (s locked), waiting for room, and publishes it.
+func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, length uint32, rest uint64, hdr, body []byte) error {
 	t := e.peers[target]
 	rs := len(data)
-	need := uint64(pad8(int(rec.length)))
+	need := uint64(pad8(int(length)))
 	// Room for the record and the first word of the next one, which
 	// publishRec's caller clears.
 	for spin := 0; s.tail+need+8-s.head > uint64(rs); spin++ {
@@ -135,13 +135,10 @@ func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, r
 			return err
 		}
 	}
-	var rest [8]byte
-	rec.encodeRest(&rest)
 	raceRelease()
 	start := s.tail
-	pos := start + 8
-	ringWrite(data, pos, rest[:])
-	pos += 8
+	*recWord(data, start+8) = rest // 8-aligned: never wraps
+	pos := start + recHead
 	ringWrite(data, pos, hdr)
 	pos += uint64(len(hdr))
 	ringWrite(data, pos, body)
@@ -151,7 +148,7 @@ func (e *Endpoint) writeRecord(target int, s *sender, data []byte, rh *amRing, r
 	// (a payload's bytes, say) cannot pass for a published record when
 	// the consumer comes to it: it sees the zero or a later store.
 	mem.StoreRelease64(recWord(data, s.tail), 0)
-	publishRec(data, start, rec.length, t.relaxed)
+	publishRec(data, start, length, t.relaxed)
 	e.ring(t)
 	return nil
 }
@@ -177,9 +174,8 @@ func (e *Endpoint) drainRing(src int) bool {
 		}
 		raceAcquire()
 		did = true
-		var rb [8]byte
-		ringRead(data, head+8, rb[:])
-		rec := decodeRec(w, &rb)
+		var rec recHeader
+		rec.decode(w, *recWord(data, head+8))
 		if int(rec.length) < recHead || int(rec.length) > maxRec || int(rec.hdrLen) > int(rec.length)-recHead {
 			// A corrupt ring: the peer is broken. Read no more of it.
 			e.ringBroken[src] = true
@@ -191,7 +187,11 @@ func (e *Endpoint) drainRing(src int) bool {
 			e.ringStalled[src].Store(true)
 			return did
 		}
-		e.ringStalled[src].Store(false)
+		if e.ringStalled[src].Load() {
+			// Stored only on a change: a store of sync/atomic is an
+			// exchange, which waits for every store before it.
+			e.ringStalled[src].Store(false)
+		}
 		body := int(rec.length) - recHead
 		b := ringSlice(data, head+recHead, body)
 		if b == nil {
@@ -211,9 +211,9 @@ func (e *Endpoint) drainRing(src int) bool {
 				// copy twice more.
 				return did
 			}
-			e.remote(src, rh, rec, b)
+			e.remote(src, rh, &rec, b)
 		} else {
-			e.record(src, rec, b)
+			e.record(src, &rec, b)
 		}
 		head += uint64(pad8(int(rec.length)))
 		rh.storeHead(head)
@@ -233,7 +233,7 @@ func (e *Endpoint) drainRing(src int) bool {
 
 // record handles one record of src with body b (header then payload
 // piece); draining is held.
-func (e *Endpoint) record(src int, rec recHeader, b []byte) {
+func (e *Endpoint) record(src int, rec *recHeader, b []byte) {
 	if rec.flags&recFirst != 0 {
 		hdr, piece := b[:rec.hdrLen:rec.hdrLen], b[rec.hdrLen:]
 		if rec.flags&recLast != 0 {

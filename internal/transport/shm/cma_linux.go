@@ -97,9 +97,9 @@ func (e *Endpoint) sendRemote(target int, s *sender, id transport.AMID, hdr, pay
 	binary.LittleEndian.PutUint64(desc[0:], uint64(mem.Addr(payload)))
 	binary.LittleEndian.PutUint64(desc[8:], uint64(len(payload)))
 	binary.LittleEndian.PutUint64(desc[16:], n)
-	rec := recHeader{length: uint32(recHead + len(hdr) + cmaDescLen), id: uint8(id), flags: recFirst | recLast | recRemote,
-		hdrLen: uint16(len(hdr)), total: uint32(len(payload))}
-	if err := e.writeRecord(target, s, data, rh, rec, hdr, desc[:]); err != nil {
+	length := uint32(recHead + len(hdr) + cmaDescLen)
+	rest := recRest(uint8(id), recFirst|recLast|recRemote, uint16(len(hdr)), uint32(len(payload)))
+	if err := e.writeRecord(target, s, data, rh, length, rest, hdr, desc[:]); err != nil {
 		return false, err
 	}
 	// Wait for the acknowledgement, draining this endpoint's own queues
@@ -133,7 +133,7 @@ func (e *Endpoint) sendRemote(target int, s *sender, id transport.AMID, hdr, pay
 // payload from the sender's memory, acknowledges, and delivers the
 // message; draining is held. A payload it cannot read is acknowledged as
 // failed (the sender then sends it through the ring) and not delivered.
-func (e *Endpoint) remote(src int, rh *amRing, rec recHeader, b []byte) {
+func (e *Endpoint) remote(src int, rh *amRing, rec *recHeader, b []byte) {
 	hdr := b[:rec.hdrLen:rec.hdrLen]
 	desc := b[rec.hdrLen:]
 	if len(desc) < cmaDescLen {

@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"encoding/binary"
 	"sync/atomic"
 
 	"github.com/narma-rma/narma/internal/mem"
@@ -131,23 +130,25 @@ func recWord(data []byte, pos uint64) *uint64 {
 	return mem.Word64(data[pos&uint64(len(data)-1):])
 }
 
-// encodeRest encodes the head's second word: everything but the length.
-func (h recHeader) encodeRest(b *[8]byte) {
-	b[0] = h.id
-	b[1] = h.flags
-	binary.LittleEndian.PutUint16(b[2:], h.hdrLen)
-	binary.LittleEndian.PutUint32(b[4:], h.total)
+// recRest returns a head's second word: everything but the length.
+// Producers build it from values, not from a recHeader: a word loaded
+// from fields just stored one by one cannot be forwarded from the store
+// buffer, and stalls.
+func recRest(id, flags uint8, hdrLen uint16, total uint32) uint64 {
+	return uint64(id) | uint64(flags)<<8 | uint64(hdrLen)<<16 | uint64(total)<<32
 }
 
-// decodeRec decodes a head from its first word w and its second word b.
-func decodeRec(w uint64, b *[8]byte) recHeader {
-	return recHeader{
-		length: uint32(w >> 32),
-		id:     b[0],
-		flags:  b[1],
-		hdrLen: binary.LittleEndian.Uint16(b[2:]),
-		total:  binary.LittleEndian.Uint32(b[4:]),
-	}
+// decode sets h from the head's first word w and its second word rest.
+// The caller passes h on by pointer: a head built field by field and
+// then copied whole would be read back wider than it was stored, which
+// the processor cannot forward from its store buffer (a stall of tens of
+// cycles on every record).
+func (h *recHeader) decode(w, rest uint64) {
+	h.length = uint32(w >> 32)
+	h.id = uint8(rest)
+	h.flags = uint8(rest >> 8)
+	h.hdrLen = uint16(rest >> 16)
+	h.total = uint32(rest >> 32)
 }
 
 // publishRec makes the record at pos, written but for its first word,
