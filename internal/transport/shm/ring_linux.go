@@ -139,10 +139,8 @@ func recRest(id, flags uint8, hdrLen uint16, total uint32) uint64 {
 }
 
 // decode sets h from the head's first word w and its second word rest.
-// The caller passes h on by pointer: a head built field by field and
-// then copied whole would be read back wider than it was stored, which
-// the processor cannot forward from its store buffer (a stall of tens of
-// cycles on every record).
+// The caller passes h on by pointer, for the reason recRest gives: a
+// copy of h would load whole words from fields just stored one by one.
 func (h *recHeader) decode(w, rest uint64) {
 	h.length = uint32(w >> 32)
 	h.id = uint8(rest)
