@@ -14,115 +14,208 @@ type noticeEntry struct{ src, tag int32 }
 // inboxSlots is the capacity of an inbox's ring (a power of two).
 const inboxSlots = 128
 
-// inbox collects the tag notices of a window from any goroutine, for the
-// window's owner, in arrival order. Notices go into a bounded ring of
-// slots without a lock: a producer claims a position with a
-// compare-and-swap and publishes its slot with a store of the slot's
-// sequence, the owner takes slots in order. When the ring is full they go
-// to an overflow buffer under a mutex, and keep going there, so that the
-// notices of one producer stay in order, until the owner has taken the
-// overflow. Nothing allocates once the overflow buffer has grown. The
-// zero value is an empty inbox.
+// inbox collects the tag notices of a window, for the window's owner, in
+// arrival order. Notices go into a bounded ring of slots without a lock
+// (inboxRing): a producer claims a position with a compare-and-swap and
+// publishes its slot with a store of the slot's sequence, the owner takes
+// slots in order. The ring lives in the window's control region, which
+// the transport exposes: producers are the handlers of notices in the
+// owner's process and, where the transport maps the region into an
+// origin's process, the origins themselves (pushDirect, in notify.go).
+//
+// When the ring is full, the owner's handlers put notices in an overflow
+// buffer under a mutex, and keep putting them there, so that the notices
+// of one producer stay in order, until the owner has taken the overflow;
+// an origin that finds the ring full or overflowing sends its notice
+// through the transport instead, and keeps doing so until the owner's
+// handlers have placed all it sent that way (the ring's handled counts).
+// Nothing allocates once the overflow buffer has grown.
 type inbox struct {
-	// The padding keeps enq, which every producer writes, off the lines
-	// of whatever precedes the inbox in its struct (a window's fields
-	// that its owner reads as it polls): a Go struct is not aligned to
-	// cache lines, so the line around enq may start up to 56 bytes
-	// before it.
-	_   [64]byte
-	enq atomic.Uint64 // next position to claim
-	_   [56]byte
-	deq uint64 // next position to take; the owner's only
-	_   [56]byte
+	r       *inboxRing
+	handled []atomic.Uint64 // per source rank: its notices placed by a handler
+	deq     uint64          // next position to take; the owner's only
+	seen    atomic.Uint64   // the handlers' copy of r.deq (inboxRing.tryPush)
+	ranks   int32           // sources are ranks [0, ranks); 0: any
+	refused int64           // ring entries refused (a bad source or tag); the owner's only
 
-	ring [inboxSlots]inboxSlot
-
-	over  atomic.Bool // notices go to buf: the ring filled and buf was not taken since
 	mu    sync.Mutex
 	buf   []noticeEntry
 	spare []noticeEntry
 }
 
-// inboxSlot holds the notice of position pos = lap*inboxSlots + i when
-// seq is lap<<1|1, and is free for it when seq is lap<<1.
+// inboxRing is the shared part of an inbox, laid out by hand in a
+// window's control region (ctlInboxAt): the overflow flag, the owner's
+// take counter and the producers' claim counter, each on a pair of lines
+// of its own (processors fetch lines in pairs), then the slots. The
+// owner writes no slot: a producer learns that the slot of a position is
+// free from the take counter, which it reads only when the ring looks
+// full to it (its seen count), so that a slot's line moves once per
+// notice, from producer to owner. The flag comes first, at the address
+// that a check for a nil pointer to the ring reads: the owner and the
+// producers only read it, while a check that read the claim counter
+// would pull it away from the producer that writes it next.
+type inboxRing struct {
+	over atomic.Uint64 // 1: handlers put notices in the overflow, which the owner has not taken
+	_    [120]byte
+	deq  uint64 // next position the owner takes: the owner's release stores
+	_    [120]byte
+	enq  atomic.Uint64 // next position to claim
+	_    [120]byte
+	slot [inboxSlots]inboxSlot
+}
+
+// inboxSlot holds the notice of position pos when seq is pos+1.
 type inboxSlot struct {
-	seq      uint64 // loadSeq, publish (producer), free (owner)
+	seq      uint64 // loadSeq, publish (producer)
 	src, tag int32
+	_        [48]byte
 }
 
 func (s *inboxSlot) loadSeq() uint64 { return atomic.LoadUint64(&s.seq) }
 
-// publish is the producer's store of a notice: sequentially consistent,
-// for Comm.wake's look at the sleepers follows it (the waiter registers,
-// then looks at the inbox), but a plain store and a fence rather than an
-// exchange on the line the owner polls (mem.StoreFenced64).
-func (s *inboxSlot) publish(seq uint64) { mem.StoreFenced64(&s.seq, seq) }
+// publish is the producer's store of a notice. Fenced, it is
+// sequentially consistent, for the look at the sleepers of Comm.wake
+// follows it (the waiter registers, then looks at the inbox): a plain
+// store and a fence rather than an exchange on the line the owner polls
+// (mem.StoreFenced64). Else it is a release store, for a wake-up that
+// orders it before its look itself (transport.Waker).
+func (s *inboxSlot) publish(seq uint64, fenced bool) {
+	if fenced {
+		mem.StoreFenced64(&s.seq, seq)
+	} else {
+		mem.StoreRelease64(&s.seq, seq)
+	}
+}
 
-// free is the owner's store of a slot taken: a release store, which no
-// producer's handshake depends on.
-func (s *inboxSlot) free(seq uint64) { mem.StoreRelease64(&s.seq, seq) }
+// inboxSize is the bytes of a window's control region that the inbox of
+// a window of n ranks takes: the ring, then the handled counts.
+func inboxSize(n int) int { return mem.SizeOf[inboxRing]() + 8*n }
 
-// push appends a notice.
+// attach makes the inbox use r and, if not nil, handled (one count per
+// source rank, whose number it also validates sources against).
+func (b *inbox) attach(r *inboxRing, handled []atomic.Uint64) {
+	b.r, b.handled, b.ranks = r, handled, int32(len(handled))
+}
+
+// push appends a notice, from a handler in the owner's process, and
+// counts it as placed for its source.
 func (b *inbox) push(src, tag int32) {
-	if !b.over.Load() && b.tryRing(src, tag) {
+	if b.r.over.Load() == 0 && b.r.tryPush(src, tag, &b.seen, true) {
+		b.placed(src)
 		return
 	}
 	b.mu.Lock()
-	b.over.Store(true)
+	b.r.over.Store(1)
 	b.buf = append(b.buf, noticeEntry{src, tag})
 	b.mu.Unlock()
+	b.placed(src)
 }
 
-// tryRing puts a notice in the ring; it reports false if the ring is full.
-func (b *inbox) tryRing(src, tag int32) bool {
+// placed counts a notice of src that a handler placed (in the ring, the
+// overflow, the queue or a request): an origin that sent notices through
+// the transport pushes into the ring again only once all are placed.
+func (b *inbox) placed(src int32) {
+	if uint32(src) < uint32(len(b.handled)) {
+		b.handled[src].Add(1)
+	}
+}
+
+// tryPush puts a notice in the ring; it reports false if the ring is
+// full. seen is the producer's copy of the owner's take counter, as it
+// last read it; fenced says how to publish (inboxSlot.publish).
+func (r *inboxRing) tryPush(src, tag int32, seen *atomic.Uint64, fenced bool) bool {
+	pos, ok := r.tryClaim(seen)
+	if ok {
+		r.fill(pos, src, tag, fenced)
+	}
+	return ok
+}
+
+// tryClaim takes the ring's next position for the caller, which must then
+// fill it, and soon: the owner takes no later notice before it. It
+// reports false if the ring is full. seen is the producer's copy of the
+// owner's take counter, as it last read it.
+func (r *inboxRing) tryClaim(seen *atomic.Uint64) (pos uint64, ok bool) {
 	for {
-		pos := b.enq.Load()
-		s := &b.ring[pos%inboxSlots]
-		free := pos / inboxSlots << 1
-		switch seq := s.loadSeq(); {
-		case seq == free:
-			if b.enq.CompareAndSwap(pos, pos+1) {
-				s.src, s.tag = src, tag
-				s.publish(free | 1)
-				return true
+		pos := r.enq.Load()
+		// Differences as signed: a copy of deq another goroutine stored
+		// may be past the pos this one loaded (the claim then fails).
+		if int64(pos-seen.Load()) >= inboxSlots {
+			deq := atomic.LoadUint64(&r.deq)
+			seen.Store(deq)
+			if int64(pos-deq) >= inboxSlots {
+				return 0, false
 			}
-		case seq < free:
-			return false // the slot still holds a notice of the last lap
+		}
+		if r.enq.CompareAndSwap(pos, pos+1) {
+			return pos, true
 		}
 		// Another producer took pos: try the next one.
 	}
 }
 
+// fill writes the notice of claimed position pos and publishes it
+// (inboxSlot.publish). A producer that claimed a position and then has no
+// notice for it fills it with a void one (src voidSrc), which the owner
+// skips.
+func (r *inboxRing) fill(pos uint64, src, tag int32, fenced bool) {
+	s := &r.slot[pos%inboxSlots]
+	s.src, s.tag = src, tag
+	s.publish(pos+1, fenced)
+}
+
+// voidSrc is the source of a void notice (inboxRing.fill).
+const voidSrc = -1
+
 // pending reports whether a notice waits; the owner only.
 func (b *inbox) pending() bool {
-	return b.over.Load() || b.ring[b.deq%inboxSlots].loadSeq() == b.deq/inboxSlots<<1|1
+	return b.r.over.Load() != 0 || b.r.slot[b.deq%inboxSlots].loadSeq() == b.deq+1
 }
 
 // take calls f for every waiting notice, in arrival order; the owner only.
 func (b *inbox) take(f func(noticeEntry)) {
-	for {
-		s := &b.ring[b.deq%inboxSlots]
-		lap := b.deq / inboxSlots
-		if s.loadSeq() != lap<<1|1 {
+	b.takeUntil(func(e noticeEntry) bool { f(e); return false })
+}
+
+// takeUntil calls f for the waiting notices, in arrival order, and stops
+// after a notice of the ring for which f reports true, leaving the later
+// ones where they are; the notices of the overflow it gives f all. The
+// owner only.
+func (b *inbox) takeUntil(f func(noticeEntry) (stop bool)) {
+	for deq := b.deq; ; {
+		s := &b.r.slot[deq%inboxSlots]
+		if s.loadSeq() != deq+1 {
 			break
 		}
 		e := noticeEntry{s.src, s.tag}
-		s.free((lap + 1) << 1)
-		b.deq++
-		f(e)
+		deq++
+		b.deq = deq
+		mem.StoreRelease64(&b.r.deq, deq) // the slot is free: producers may fill it
+		if e.src == voidSrc {
+			continue
+		}
+		if e.tag < 0 || e.src < 0 || b.ranks != 0 && e.src >= b.ranks {
+			// Written by an origin into the shared ring: a tag that
+			// would match like AnyTag, or no rank of the window.
+			b.refused++
+			continue
+		}
+		if f(e) {
+			return
+		}
 	}
 	// The overflow is taken only when the ring holds nothing, published
 	// or claimed: a producer's notices went to the overflow only once the
 	// ring was full or the overflow not yet taken, so its older ones may
 	// still be in the ring, behind a slot another producer has claimed
 	// and not yet published. Those must come out first.
-	if !b.over.Load() || b.deq != b.enq.Load() {
+	if b.r.over.Load() == 0 || b.deq != b.r.enq.Load() {
 		return
 	}
 	b.mu.Lock()
 	got := b.buf
 	b.buf = b.spare[:0]
-	b.over.Store(false)
+	b.r.over.Store(0)
 	b.mu.Unlock()
 	for _, e := range got {
 		f(e)
@@ -130,21 +223,25 @@ func (b *inbox) take(f func(noticeEntry)) {
 	b.spare = got[:0]
 }
 
-// drainFor moves every queued notice, in arrival order, into q, except
-// that the notices request r matches, up to its count, go straight to r.
-// The caller has taken from q everything r matches there, so these are
-// the oldest matching notices, and the order of the rest is unchanged.
-// Only the window's owner calls it.
+// drainFor moves the queued notices, in arrival order, into q, except
+// that the notices request r matches, up to its count, go straight to r;
+// once r has its count, it leaves the rest of the ring where it is, so
+// that a stream of notices, each taken by the next activation of a
+// request, does not pass through q. The caller has taken from q
+// everything r matches there, so these are the oldest matching notices,
+// and the order of the rest is unchanged (what stays in the inbox is
+// newer than all of q). Only the window's owner calls it.
 func (b *inbox) drainFor(q *match.Queue, r *Request) {
 	if !b.pending() {
 		return
 	}
-	b.take(func(e noticeEntry) {
+	b.takeUntil(func(e noticeEntry) bool {
 		if r.matched < r.count && (r.src == AnySource || r.src == e.src) && (r.tag == AnyTag || r.tag == e.tag) {
 			r.matched++
 			r.st = Status{Source: int(e.src), Tag: int(e.tag)}
-			return
+			return r.matched == r.count
 		}
 		q.Push(e.src, e.tag)
+		return false
 	})
 }

@@ -2,9 +2,19 @@ package engine
 
 import (
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
+
+// newTestInbox returns an inbox over a ring of its own, which checks no
+// sources and counts none.
+func newTestInbox() *inbox {
+	b := new(inbox)
+	b.attach(new(inboxRing), nil)
+	return b
+}
 
 // takeAll returns the inbox's waiting notices in the order take gives.
 func takeAll(b *inbox) []noticeEntry {
@@ -17,7 +27,7 @@ func takeAll(b *inbox) []noticeEntry {
 // the ring, through the overflow when the ring is full, and through the
 // ring again once the overflow was taken, lap after lap.
 func TestInboxOrder(t *testing.T) {
-	var b inbox
+	b := newTestInbox()
 	next, want := int32(0), int32(0)
 	for _, burst := range []int{1, inboxSlots - 1, inboxSlots, inboxSlots + 1, 3*inboxSlots + 7, 0, 5, 2 * inboxSlots} {
 		for range burst {
@@ -27,7 +37,7 @@ func TestInboxOrder(t *testing.T) {
 		if got := b.pending(); got != (burst > 0) {
 			t.Fatalf("after %d pushes: pending %v", burst, got)
 		}
-		for _, e := range takeAll(&b) {
+		for _, e := range takeAll(b) {
 			if e.src != 1 || e.tag != want {
 				t.Fatalf("burst of %d: took %+v, want tag %d", burst, e, want)
 			}
@@ -36,7 +46,7 @@ func TestInboxOrder(t *testing.T) {
 		if want != next {
 			t.Fatalf("burst of %d: took up to %d of %d", burst, want, next)
 		}
-		if b.pending() || b.over.Load() {
+		if b.pending() || (b.r.over.Load() != 0) {
 			t.Fatalf("burst of %d: pending after everything was taken", burst)
 		}
 	}
@@ -46,7 +56,7 @@ func TestInboxOrder(t *testing.T) {
 // notice comes out once, each producer's in its order.
 func TestInboxConcurrent(t *testing.T) {
 	const producers, each = 4, 20000
-	var b inbox
+	b := newTestInbox()
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Add(1)
@@ -92,7 +102,7 @@ func FuzzInbox(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 255, 0})
 	f.Add(make([]byte, 400))
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		var b inbox
+		b := newTestInbox()
 		var pushed, taken [4]int32
 		take := func() {
 			b.take(func(e noticeEntry) {
@@ -124,20 +134,20 @@ func FuzzInbox(f *testing.F) {
 // that another producer has claimed and not yet published come out
 // before that producer's later notices in the overflow.
 func TestInboxClaimedSlot(t *testing.T) {
-	var b inbox
-	b.enq.Store(1) // producer 9 claimed position 0 and has not published it
+	b := newTestInbox()
+	b.r.enq.Store(1) // producer 9 claimed position 0 and has not published it
 	for i := range inboxSlots + 1 {
 		b.push(1, int32(i)) // positions 1..inboxSlots-1, then the overflow
 	}
-	if !b.over.Load() {
+	if !(b.r.over.Load() != 0) {
 		t.Fatal("the ring did not overflow")
 	}
-	if got := takeAll(&b); len(got) != 0 {
+	if got := takeAll(b); len(got) != 0 {
 		t.Fatalf("took %v before the claimed slot was published", got)
 	}
-	b.ring[0].src, b.ring[0].tag = 9, 0
-	b.ring[0].publish(1)
-	got := takeAll(&b)
+	b.r.slot[0].src, b.r.slot[0].tag = 9, 0
+	b.r.slot[0].publish(1, true)
+	got := takeAll(b)
 	if len(got) != inboxSlots+2 || got[0] != (noticeEntry{9, 0}) {
 		t.Fatalf("took %d notices, first %v; want %d, first {9 0}", len(got), got[0], inboxSlots+2)
 	}
@@ -145,5 +155,64 @@ func TestInboxClaimedSlot(t *testing.T) {
 		if e != (noticeEntry{1, int32(i)}) {
 			t.Fatalf("notice %d of producer 1 is %v", i, e)
 		}
+	}
+}
+
+// TestInboxVoidAndRefused: a position its producer gave up (a void
+// notice, dropDirect) is skipped, and so is an entry an origin wrote into
+// the shared ring that names no rank of the window or a negative tag,
+// which the inbox counts as refused; the notices after them come out.
+func TestInboxVoidAndRefused(t *testing.T) {
+	b := new(inbox)
+	handled := make([]atomic.Uint64, 3)
+	b.attach(new(inboxRing), handled)
+	var seen atomic.Uint64
+	pos, ok := b.r.tryClaim(&seen)
+	if !ok {
+		t.Fatal("claim in an empty ring failed")
+	}
+	b.push(1, 10) // behind the claimed position
+	if got := takeAll(b); len(got) != 0 {
+		t.Fatalf("took %v before the claimed position was filled", got)
+	}
+	b.r.fill(pos, voidSrc, 0, false)
+	for _, e := range []noticeEntry{{3, 1}, {-2, 1}, {2, -1}} {
+		if !b.r.tryPush(e.src, e.tag, &seen, false) {
+			t.Fatal("push failed")
+		}
+	}
+	b.push(2, 11)
+	got := takeAll(b)
+	if want := []noticeEntry{{1, 10}, {2, 11}}; !slices.Equal(got, want) {
+		t.Fatalf("took %v, want %v", got, want)
+	}
+	if b.refused != 3 {
+		t.Fatalf("refused %d entries, want 3", b.refused)
+	}
+	if handled[1].Load() != 1 || handled[2].Load() != 1 || handled[0].Load() != 0 {
+		t.Fatalf("handled counts %d %d %d, want 0 1 1", handled[0].Load(), handled[1].Load(), handled[2].Load())
+	}
+}
+
+// TestInboxFullClaim: a producer's claim fails once the ring holds
+// inboxSlots notices, and succeeds again once the owner took one, even
+// with the producer's copy of the take counter out of date.
+func TestInboxFullClaim(t *testing.T) {
+	b := newTestInbox()
+	var seen atomic.Uint64
+	for i := range inboxSlots {
+		if !b.r.tryPush(1, int32(i), &seen, false) {
+			t.Fatalf("push %d failed", i)
+		}
+	}
+	if b.r.tryPush(1, inboxSlots, &seen, false) {
+		t.Fatal("push into a full ring succeeded")
+	}
+	b.takeUntil(func(noticeEntry) bool { return true }) // one
+	if !b.r.tryPush(1, inboxSlots, &seen, false) {
+		t.Fatal("push after a take failed")
+	}
+	if got := takeAll(b); len(got) != inboxSlots || got[0].tag != 1 || got[inboxSlots-1].tag != inboxSlots {
+		t.Fatalf("took %d notices, first %v, last %v", len(got), got[0], got[len(got)-1])
 	}
 }

@@ -146,6 +146,7 @@ func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) (done b
 	}
 	src = w.c.commRank(src)
 	w.inbox.drainFor(&w.mq, r)
+	w.inbox.placed(int32(src))
 	if r.matched < r.count && (r.src == AnySource || r.src == int32(src)) && (r.tag == AnyTag || r.tag == n.Tag()) {
 		r.matched++
 		r.st = Status{Source: src, Tag: int(n.Tag())}
@@ -653,27 +654,59 @@ func (c *Comm) signalMapping(w *Win, r int) []byte {
 }
 
 // splitDirect splits off notice n of an operation to target t moving
-// bytes of data if this rank applies it itself (a signal or counter, see
-// signalMapping): it returns the notice the operation carries instead
-// (none) and the word to update, or n and nil.
-func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notice, []byte) {
-	if w.maps == nil || bytes > directMax {
-		return n, nil
+// bytes of data if this rank applies it itself (see signalMapping, and
+// pushDirect for tags): it returns the notice the operation carries
+// instead (none), the word to update for a signal or counter, and true;
+// or n, nil and false. The caller issues the operation with the notice
+// it returns and then, if direct, calls applyDirect.
+func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (carry transport.Notice, word []byte, direct bool) {
+	if w.maps == nil {
+		return n, nil, false
+	}
+	if n.Kind() == transport.NoticeTag {
+		m := &w.maps[t]
+		if m.inbox == nil {
+			return n, nil, false
+		}
+		if m.sent != m.handled.Load() || m.inbox.over.Load() != 0 {
+			// Notices this rank sent through the transport, or other
+			// producers', wait for the target's handlers: this one
+			// follows them.
+			m.sent++
+			return n, nil, false
+		}
+		if bytes <= directMax {
+			// Claimed before the data moves, so that the data's
+			// stores and the slot's go out together, not one after the
+			// other around the claim's locked instruction (a full
+			// barrier). A large operation claims after its copy,
+			// rather than hold up other producers' notices behind it.
+			pos, ok := m.inbox.tryClaim(&m.seen)
+			if !ok {
+				m.sent++ // the ring is full: the notice travels with the data
+				return n, nil, false
+			}
+			m.claim, m.claimed = pos, true
+		}
+		return transport.Notice{}, nil, true
+	}
+	if bytes > directMax {
+		return n, nil, false
 	}
 	if n.Kind() == transport.NoticeCounter {
 		m := w.maps[t].counters
 		if i := uint64(n.Tag()); n.Tag() < 0 || m == nil || i >= uint64(len(m)/8) {
-			return n, nil
+			return n, nil, false
 		}
-		return transport.Notice{}, m[8*n.Tag():][:8]
+		return transport.Notice{}, m[8*n.Tag():][:8], true
 	}
 	if n.Kind() != transport.NoticeSignal {
-		return n, nil
+		return n, nil, false
 	}
 	if word := w.mappedSignal(t, n.Op(), n.Offset(), 1); word != nil {
-		return transport.Notice{}, word
+		return transport.Notice{}, word, true
 	}
-	return n, nil
+	return n, nil, false
 }
 
 // mappedSignal returns the word of target t's window, as mapped here, that
@@ -691,9 +724,12 @@ func (w *Win) mappedSignal(t int, op transport.SignalOp, disp, unit uint64) []by
 }
 
 // applyDirect applies notice n, split off by splitDirect, to word, a word
-// of target t's memory, and wakes t's waiters.
-func (w *Win) applyDirect(t int, n transport.Notice, word []byte) {
+// of target t's memory, or, for a tag, to t's inbox (pushDirect), and
+// wakes t's waiters.
+func (w *Win) applyDirect(t int, n transport.Notice, word []byte) error {
 	switch {
+	case n.Kind() == transport.NoticeTag:
+		return w.pushDirect(t, n)
 	case n.Kind() == transport.NoticeCounter:
 		mem.AtomicAdd64(word, 1) // other origins may add too
 	case n.Op() == transport.SignalAdd:
@@ -702,6 +738,47 @@ func (w *Win) applyDirect(t int, n transport.Notice, word []byte) {
 		mem.StoreRelease64(mem.Word64(word), n.Value())
 	}
 	// WakeRank orders the store before its look at t's sleepers.
+	w.c.waker.WakeRank(w.c.jobRank(t))
+	return nil
+}
+
+// pushDirect puts tag notice n of an operation complete at target t into
+// t's inbox ring, as this process maps it, in the position splitDirect
+// claimed or, for a large operation, one it claims now, and wakes t's
+// waiters: the notice does not cross the transport, and t's test of a
+// request finds it in its first look at the inbox. Rule 1 holds as for
+// signals: the operation is complete, and the slot's publishing store
+// orders its stores before the notice. So does the order of this rank's
+// notices to t: splitDirect sends a notice through the transport, and
+// counts it (sent), whenever t's handlers have not yet placed every
+// notice this rank sent that way (handled) or the inbox overflows into
+// t's own memory. If the ring is full, the notice follows the data
+// through the transport, alone.
+func (w *Win) pushDirect(t int, n transport.Notice) error {
+	m := &w.maps[t]
+	pos, ok := m.claim, m.claimed
+	m.claimed = false
+	if !ok {
+		if pos, ok = m.inbox.tryClaim(&m.seen); !ok {
+			m.sent++
+			return w.targets[t].region.Put(0, nil, n, nil)
+		}
+	}
+	m.inbox.fill(pos, int32(w.c.rank), n.Tag(), false)
+	w.c.waker.WakeRank(w.c.jobRank(t))
+	return nil
+}
+
+// dropDirect gives up the notice splitDirect split off for an operation
+// to target t that failed: a position it claimed is filled with a void
+// notice, which the target skips.
+func (w *Win) dropDirect(t int) {
+	if w.maps == nil || !w.maps[t].claimed {
+		return
+	}
+	m := &w.maps[t]
+	m.claimed = false
+	m.inbox.fill(m.claim, voidSrc, 0, false)
 	w.c.waker.WakeRank(w.c.jobRank(t))
 }
 

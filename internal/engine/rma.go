@@ -219,17 +219,17 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	if w.maps == nil {
 		return w.execOp(name, a, p, c)
 	}
-	n, word := w.splitDirect(a.Target, p.notice, len(a.Origin))
-	if word == nil {
+	n, word, direct := w.splitDirect(a.Target, p.notice, len(a.Origin))
+	if !direct {
 		return w.execOp(name, a, p, c)
 	}
 	q := *p
 	q.notice = n
 	if err := w.execOp(name, a, &q, c); err != nil {
+		w.dropDirect(a.Target)
 		return err
 	}
-	w.applyDirect(a.Target, p.notice, word)
-	return nil
+	return w.transportErr(name, a.Target, p.off, w.applyDirect(a.Target, p.notice, word))
 }
 
 // execOp is exec with every notice sent through the transport.
@@ -380,15 +380,15 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if a.Disp < 0 || hi != 0 || off > uint64(size) || int(off)+len(a.Origin) > size {
 		return false, nil
 	}
-	n, word := a.Notice, []byte(nil)
+	n, word, direct := a.Notice, []byte(nil), false
 	if signal {
 		// Set directly; the displacement is in the target's units.
 		if word = w.mappedSignal(t, n.Op(), n.Offset(), uint64(unit)); word == nil {
 			return false, nil
 		}
-		n = transport.Notice{}
+		n, direct = transport.Notice{}, true
 	} else if w.maps != nil {
-		n, word = w.splitDirect(t, n, len(a.Origin)) // a counter this rank adds itself
+		n, word, direct = w.splitDirect(t, n, len(a.Origin)) // a tag or counter this rank applies itself
 	}
 	if fence {
 		w.fenceUsed = true // only now that every check passed
@@ -399,10 +399,13 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		err = w.targets[t].region.Get(int(off), a.Origin, n, nil)
 	}
 	if err != nil {
+		if direct {
+			w.dropDirect(t)
+		}
 		return true, w.transportErr(a.name(), t, int(off), err)
 	}
-	if word != nil {
-		w.applyDirect(t, a.Notice, word)
+	if direct {
+		return true, w.transportErr(a.name(), t, int(off), w.applyDirect(t, a.Notice, word))
 	}
 	return true, nil
 }

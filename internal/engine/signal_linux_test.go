@@ -19,6 +19,7 @@ import (
 // signal notices its regions carried, and the wakes the engine asked for.
 type signalCount struct {
 	notices, counters, wakes atomic.Int64
+	tags                     atomic.Int64 // tag notices of data operations
 	// before, if set, runs at each data operation of rank origin on a
 	// region before the transport performs it, with the region's memory
 	// as mapped: what it sees there was written before the operation.
@@ -53,6 +54,9 @@ func (r signalRegion) count(n transport.Notice) {
 func (r signalRegion) countData(n transport.Notice, bytes int) {
 	if n.Kind() == transport.NoticeCounter && bytes > 0 {
 		r.n.counters.Add(1)
+	}
+	if n.Kind() == transport.NoticeTag {
+		r.n.tags.Add(1)
 	}
 }
 

@@ -63,8 +63,49 @@ const (
 	ctlCounts = 128
 )
 
-// ctlSize is the size of the control region of a window of n ranks.
-func ctlSize(n int) int { return ctlCounts + 16*n }
+// ctlSize is the size of the control region of a window of n ranks:
+// the control words, then, from the first page boundary at or after
+// ctlInboxMin(n), the window's inbox (inbox.go), then the rest of that
+// page. The inbox has pages of its own: a processor's prefetchers fetch
+// the lines next to those a program reads, up to the page's end, and the
+// window's data, which its owner reads in streams, may lie just before
+// or after the region; the inbox's claim counter, which origins write,
+// would then move back and forth with every notice.
+func ctlSize(n int) int { return ctlInboxMin(n) + inboxSize(n) + 2*inboxPage }
+
+// inboxPage is the page size the inbox's placement assumes.
+const inboxPage = 4096
+
+// ctlInboxMin is the least offset of the inbox in the control region of
+// a window of n ranks.
+func ctlInboxMin(n int) int { return ctlCounts + 16*n }
+
+// ctlInboxAt returns the offset of the inbox in ctl, the control region
+// of a window of n ranks: the first page boundary at or after
+// ctlInboxMin(n). Origins learn it from the window's creation, since
+// they may map the region at another address.
+func ctlInboxAt(ctl []byte, n int) int {
+	a := mem.Addr(ctl) + uintptr(ctlInboxMin(n))
+	return ctlInboxMin(n) + int(-a&(inboxPage-1))
+}
+
+// ctlInboxOf returns the inbox ring and handled counts at offset at in
+// ctl, the control region of a window of n ranks, as this process maps
+// it.
+func ctlInboxOf(ctl []byte, n, at int) (*inboxRing, []atomic.Uint64, error) {
+	if len(ctl) != ctlSize(n) || at < ctlInboxMin(n) || at > len(ctl)-inboxSize(n) {
+		return nil, nil, mem.ErrAlign
+	}
+	r, err := mem.As[inboxRing](ctl[at:])
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := mem.Slice[atomic.Uint64](ctl[at+mem.SizeOf[inboxRing]():][:8*n])
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, h, nil
+}
 
 // ctlOffset is the offset of the control word that counts messages of
 // kind from rank src.
@@ -121,11 +162,17 @@ type winTarget struct {
 // lineSize is a cache line's size, for the layout of winTarget.
 const lineSize = 64
 
-// rankMaps is a rank's window and notification counters as this process
-// maps them, where signals and counters are set directly (splitDirect),
+// rankMaps is a rank's window, notification counters and inbox as this
+// process maps them, where notices are applied directly (splitDirect),
 // or nil.
 type rankMaps struct {
 	window, counters []byte
+	inbox            *inboxRing     // the rank's inbox ring for this window
+	handled          *atomic.Uint64 // the rank's count of this rank's tag notices its handlers placed
+	sent             uint64         // tag notices sent to the rank's window through the transport
+	seen             atomic.Uint64  // this rank's copy of the inbox's take counter (inboxRing.tryClaim)
+	claim            uint64         // the inbox position splitDirect claimed, if claimed
+	claimed          bool
 }
 
 // Win is one rank's part of a window.
@@ -263,7 +310,13 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		dyn:           dyn,
 	}
 	w.direct = w.takeNotice
-	var err error
+	inboxAt := ctlInboxAt(w.ctl, n)
+	ring, handled, err := ctlInboxOf(w.ctl, n, inboxAt)
+	if err != nil {
+		mem.Free(w.ctl)
+		return nil, opErr(op, c.rank, ErrInvalidArgs, "inbox: %v", err)
+	}
+	w.inbox.attach(ring, handled)
 	if w.key, err = c.ep.Expose(buf); err != nil {
 		return nil, opErr(op, c.rank, ErrInvalidArgs, "expose: %v", err)
 	}
@@ -280,10 +333,11 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	c.publishKeys()
 	c.winsMu.Unlock()
 
-	// Each rank's record: window id, size, unit, then the keys of the
-	// window and of its control region, as the transport made them.
+	// Each rank's record: window id, size, unit, the inbox's offset in
+	// the control region, then the keys of the window and of its control
+	// region, as the transport made them.
 	const (
-		infoKey    = 24
+		infoKey    = 32
 		infoCtlKey = infoKey + transport.KeySize
 		infoLen    = infoCtlKey + transport.KeySize
 	)
@@ -291,6 +345,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 	binary.LittleEndian.PutUint64(info[0:], w.id)
 	binary.LittleEndian.PutUint64(info[8:], uint64(len(buf)))
 	binary.LittleEndian.PutUint64(info[16:], uint64(w.unit))
+	binary.LittleEndian.PutUint64(info[24:], uint64(inboxAt))
 	copy(info[infoKey:], w.key[:])
 	copy(info[infoCtlKey:], w.ctlKey[:])
 	all := make([]byte, infoLen*n)
@@ -324,6 +379,7 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 				w.maps = make([]rankMaps, n)
 			}
 			w.maps[r].window = m
+			w.maps[r].inbox, w.maps[r].handled = w.mapInbox(r, binary.LittleEndian.Uint64(rec[24:]))
 		}
 		if wr, ok := w.ctlRegions[r].(transport.WordRegion); ok && c.ep.Caps().Direct {
 			if w.lockWords == nil {
@@ -335,6 +391,28 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		}
 	}
 	return w, nil
+}
+
+// mapInbox returns rank r's inbox ring for w, at offset at of its
+// control region, and its count of this rank's notices that its handlers
+// placed, as this process maps that region; or nils.
+func (w *Win) mapInbox(r int, at uint64) (*inboxRing, *atomic.Uint64) {
+	mr, ok := w.ctlRegions[r].(transport.MappedRegion)
+	if !ok {
+		return nil, nil
+	}
+	m, ok := mr.Mapped()
+	if !ok {
+		return nil, nil
+	}
+	if at > uint64(len(m)) {
+		return nil, nil
+	}
+	ring, handled, err := ctlInboxOf(m, w.c.size, int(at))
+	if err != nil || w.c.rank >= len(handled) {
+		return nil, nil
+	}
+	return ring, &handled[w.c.rank]
 }
 
 // Memory returns the local window memory.
