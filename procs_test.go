@@ -125,6 +125,15 @@ func peerDeathRank() error {
 	if f := c.Failed(); !slices.Equal(f, []int{2}) {
 		return fmt.Errorf("Failed() = %v after rank 2 was killed, want [2]", f)
 	}
+	// A survivor that ends looks failed to the other: rank 1 stays until
+	// rank 0 has looked.
+	if c.Rank() == 0 {
+		if err := c.Send(ctx, nil, 1, 4); err != nil {
+			return err
+		}
+	} else if _, err := c.Recv(ctx, buf, 0, 4); err != nil {
+		return err
+	}
 	berr := c.Barrier(bg)
 	if !errors.Is(berr, narma.ErrPeer) {
 		return fmt.Errorf("Barrier with the killed rank: %v, want ErrPeer", berr)

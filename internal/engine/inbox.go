@@ -31,12 +31,18 @@ const inboxSlots = 128
 // handlers have placed all it sent that way (the ring's handled counts).
 // Nothing allocates once the overflow buffer has grown.
 type inbox struct {
+	// What the handlers read, then, on lines of their own, their copy
+	// of the take counter and what the owner writes at every take: in a
+	// job of goroutine ranks the handlers run on the origins' goroutines.
 	r       *inboxRing
 	handled []atomic.Uint64 // per source rank: its notices placed by a handler
-	deq     uint64          // next position to take; the owner's only
-	seen    atomic.Uint64   // the handlers' copy of r.deq (inboxRing.tryPush)
 	ranks   int32           // sources are ranks [0, ranks); 0: any
-	refused int64           // ring entries refused (a bad source or tag); the owner's only
+	_       [64]byte
+	seen    atomic.Uint64 // the handlers' copy of r.deq (inboxRing.tryClaim)
+	_       [56]byte
+	deq     uint64 // next position to take; the owner's only
+	refused int64  // ring entries refused (a bad source or tag); the owner's only
+	_       [48]byte
 
 	mu    sync.Mutex
 	buf   []noticeEntry
@@ -91,10 +97,10 @@ func (s *inboxSlot) publish(seq uint64, fenced bool) {
 // a window of n ranks takes: the ring, then the handled counts.
 func inboxSize(n int) int { return mem.SizeOf[inboxRing]() + 8*n }
 
-// attach makes the inbox use r and, if not nil, handled (one count per
-// source rank, whose number it also validates sources against).
-func (b *inbox) attach(r *inboxRing, handled []atomic.Uint64) {
-	b.r, b.handled, b.ranks = r, handled, int32(len(handled))
+// attach makes the inbox of a window of ranks ranks (0: not checked) use
+// r and, if not nil, handled, one count per source rank.
+func (b *inbox) attach(r *inboxRing, handled []atomic.Uint64, ranks int) {
+	b.r, b.handled, b.ranks = r, handled, int32(ranks)
 }
 
 // push appends a notice, from a handler in the owner's process, and

@@ -12,7 +12,7 @@ import (
 // sources and counts none.
 func newTestInbox() *inbox {
 	b := new(inbox)
-	b.attach(new(inboxRing), nil)
+	b.attach(new(inboxRing), nil, 0)
 	return b
 }
 
@@ -165,7 +165,7 @@ func TestInboxClaimedSlot(t *testing.T) {
 func TestInboxVoidAndRefused(t *testing.T) {
 	b := new(inbox)
 	handled := make([]atomic.Uint64, 3)
-	b.attach(new(inboxRing), handled)
+	b.attach(new(inboxRing), handled, len(handled))
 	var seen atomic.Uint64
 	pos, ok := b.r.tryClaim(&seen)
 	if !ok {

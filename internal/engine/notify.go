@@ -653,60 +653,73 @@ func (c *Comm) signalMapping(w *Win, r int) []byte {
 	return m
 }
 
+// direct is what splitDirect leaves for applyDirect: whether this rank
+// applies a notice itself (on), the word a signal or counter updates, and
+// the inbox position a tag notice claimed (claimed, pos). It lives on the
+// caller's stack: in a job of goroutine ranks, a field of the window
+// written at every operation could share its cache line with another
+// rank's.
+type direct struct {
+	word    []byte
+	pos     uint64
+	on      bool
+	claimed bool
+}
+
 // splitDirect splits off notice n of an operation to target t moving
 // bytes of data if this rank applies it itself (see signalMapping, and
 // pushDirect for tags): it returns the notice the operation carries
-// instead (none), the word to update for a signal or counter, and true;
-// or n, nil and false. The caller issues the operation with the notice
-// it returns and then, if direct, calls applyDirect.
-func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (carry transport.Notice, word []byte, direct bool) {
+// instead (none) and what applyDirect needs; or n and a direct that is
+// not on. The caller issues the operation with the notice it returns and
+// then, if on, calls applyDirect, or dropDirect if the operation failed.
+func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notice, direct) {
 	if w.maps == nil {
-		return n, nil, false
+		return n, direct{}
 	}
 	if n.Kind() == transport.NoticeTag {
 		m := &w.maps[t]
 		if m.inbox == nil {
-			return n, nil, false
+			return n, direct{}
 		}
 		if m.sent != m.handled.Load() || m.inbox.over.Load() != 0 {
 			// Notices this rank sent through the transport, or other
 			// producers', wait for the target's handlers: this one
 			// follows them.
 			m.sent++
-			return n, nil, false
+			return n, direct{}
 		}
-		if bytes <= directMax {
-			// Claimed before the data moves, so that the data's
-			// stores and the slot's go out together, not one after the
-			// other around the claim's locked instruction (a full
-			// barrier). A large operation claims after its copy,
-			// rather than hold up other producers' notices behind it.
-			pos, ok := m.inbox.tryClaim(&m.seen)
-			if !ok {
-				m.sent++ // the ring is full: the notice travels with the data
-				return n, nil, false
-			}
-			m.claim, m.claimed = pos, true
+		if bytes > directMax {
+			// A large operation claims its slot after its copy, rather
+			// than hold up other producers' notices behind it.
+			return transport.Notice{}, direct{on: true}
 		}
-		return transport.Notice{}, nil, true
+		// Claimed before the data moves, so that the data's stores and
+		// the slot's go out together, not one after the other around
+		// the claim's locked instruction (a full barrier).
+		pos, ok := m.inbox.tryClaim(&m.seen)
+		if !ok {
+			m.sent++ // the ring is full: the notice travels with the data
+			return n, direct{}
+		}
+		return transport.Notice{}, direct{on: true, claimed: true, pos: pos}
 	}
 	if bytes > directMax {
-		return n, nil, false
+		return n, direct{}
 	}
 	if n.Kind() == transport.NoticeCounter {
 		m := w.maps[t].counters
 		if i := uint64(n.Tag()); n.Tag() < 0 || m == nil || i >= uint64(len(m)/8) {
-			return n, nil, false
+			return n, direct{}
 		}
-		return transport.Notice{}, m[8*n.Tag():][:8], true
+		return transport.Notice{}, direct{on: true, word: m[8*n.Tag():][:8]}
 	}
 	if n.Kind() != transport.NoticeSignal {
-		return n, nil, false
+		return n, direct{}
 	}
 	if word := w.mappedSignal(t, n.Op(), n.Offset(), 1); word != nil {
-		return transport.Notice{}, word, true
+		return transport.Notice{}, direct{on: true, word: word}
 	}
-	return n, nil, false
+	return n, direct{}
 }
 
 // mappedSignal returns the word of target t's window, as mapped here, that
@@ -723,13 +736,14 @@ func (w *Win) mappedSignal(t int, op transport.SignalOp, disp, unit uint64) []by
 	return m[off : off+8]
 }
 
-// applyDirect applies notice n, split off by splitDirect, to word, a word
-// of target t's memory, or, for a tag, to t's inbox (pushDirect), and
-// wakes t's waiters.
-func (w *Win) applyDirect(t int, n transport.Notice, word []byte) error {
+// applyDirect applies notice n, split off by splitDirect, to d's word, a
+// word of target t's memory, or, for a tag, to t's inbox (pushDirect),
+// and wakes t's waiters.
+func (w *Win) applyDirect(t int, n transport.Notice, d direct) error {
+	word := d.word
 	switch {
 	case n.Kind() == transport.NoticeTag:
-		return w.pushDirect(t, n)
+		return w.pushDirect(t, n, d)
 	case n.Kind() == transport.NoticeCounter:
 		mem.AtomicAdd64(word, 1) // other origins may add too
 	case n.Op() == transport.SignalAdd:
@@ -754,10 +768,9 @@ func (w *Win) applyDirect(t int, n transport.Notice, word []byte) error {
 // notice this rank sent that way (handled) or the inbox overflows into
 // t's own memory. If the ring is full, the notice follows the data
 // through the transport, alone.
-func (w *Win) pushDirect(t int, n transport.Notice) error {
+func (w *Win) pushDirect(t int, n transport.Notice, d direct) error {
 	m := &w.maps[t]
-	pos, ok := m.claim, m.claimed
-	m.claimed = false
+	pos, ok := d.pos, d.claimed
 	if !ok {
 		if pos, ok = m.inbox.tryClaim(&m.seen); !ok {
 			m.sent++
@@ -769,16 +782,14 @@ func (w *Win) pushDirect(t int, n transport.Notice) error {
 	return nil
 }
 
-// dropDirect gives up the notice splitDirect split off for an operation
-// to target t that failed: a position it claimed is filled with a void
-// notice, which the target skips.
-func (w *Win) dropDirect(t int) {
-	if w.maps == nil || !w.maps[t].claimed {
+// dropDirect gives up the notice splitDirect split off, as d, for an
+// operation to target t that failed: a position it claimed is filled
+// with a void notice, which the target skips.
+func (w *Win) dropDirect(t int, d direct) {
+	if !d.claimed {
 		return
 	}
-	m := &w.maps[t]
-	m.claimed = false
-	m.inbox.fill(m.claim, voidSrc, 0, false)
+	w.maps[t].inbox.fill(d.pos, voidSrc, 0, false)
 	w.c.waker.WakeRank(w.c.jobRank(t))
 }
 

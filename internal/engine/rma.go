@@ -219,17 +219,17 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	if w.maps == nil {
 		return w.execOp(name, a, p, c)
 	}
-	n, word, direct := w.splitDirect(a.Target, p.notice, len(a.Origin))
-	if !direct {
+	n, d := w.splitDirect(a.Target, p.notice, len(a.Origin))
+	if !d.on {
 		return w.execOp(name, a, p, c)
 	}
 	q := *p
 	q.notice = n
 	if err := w.execOp(name, a, &q, c); err != nil {
-		w.dropDirect(a.Target)
+		w.dropDirect(a.Target, d)
 		return err
 	}
-	return w.transportErr(name, a.Target, p.off, w.applyDirect(a.Target, p.notice, word))
+	return w.transportErr(name, a.Target, p.off, w.applyDirect(a.Target, p.notice, d))
 }
 
 // execOp is exec with every notice sent through the transport.
@@ -380,15 +380,15 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if a.Disp < 0 || hi != 0 || off > uint64(size) || int(off)+len(a.Origin) > size {
 		return false, nil
 	}
-	n, word, direct := a.Notice, []byte(nil), false
+	n, d := a.Notice, direct{}
 	if signal {
 		// Set directly; the displacement is in the target's units.
-		if word = w.mappedSignal(t, n.Op(), n.Offset(), uint64(unit)); word == nil {
+		if d.word = w.mappedSignal(t, n.Op(), n.Offset(), uint64(unit)); d.word == nil {
 			return false, nil
 		}
-		n, direct = transport.Notice{}, true
+		n, d.on = transport.Notice{}, true
 	} else if w.maps != nil {
-		n, word, direct = w.splitDirect(t, n, len(a.Origin)) // a tag or counter this rank applies itself
+		n, d = w.splitDirect(t, n, len(a.Origin)) // a tag or counter this rank applies itself
 	}
 	if fence {
 		w.fenceUsed = true // only now that every check passed
@@ -399,13 +399,11 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		err = w.targets[t].region.Get(int(off), a.Origin, n, nil)
 	}
 	if err != nil {
-		if direct {
-			w.dropDirect(t)
-		}
+		w.dropDirect(t, d)
 		return true, w.transportErr(a.name(), t, int(off), err)
 	}
-	if direct {
-		return true, w.transportErr(a.name(), t, int(off), w.applyDirect(t, a.Notice, word))
+	if d.on {
+		return true, w.transportErr(a.name(), t, int(off), w.applyDirect(t, a.Notice, d))
 	}
 	return true, nil
 }

@@ -171,8 +171,6 @@ type rankMaps struct {
 	handled          *atomic.Uint64 // the rank's count of this rank's tag notices its handlers placed
 	sent             uint64         // tag notices sent to the rank's window through the transport
 	seen             atomic.Uint64  // this rank's copy of the inbox's take counter (inboxRing.tryClaim)
-	claim            uint64         // the inbox position splitDirect claimed, if claimed
-	claimed          bool
 }
 
 // Win is one rank's part of a window.
@@ -316,7 +314,12 @@ func (c *Comm) create(ctx context.Context, op string, buf []byte, owned bool, op
 		mem.Free(w.ctl)
 		return nil, opErr(op, c.rank, ErrInvalidArgs, "inbox: %v", err)
 	}
-	w.inbox.attach(ring, handled)
+	if c.waker == nil || !w.synchronous || dyn != nil {
+		// No origin puts notices into the ring itself (signalMapping):
+		// the handlers need not count what they place.
+		handled = nil
+	}
+	w.inbox.attach(ring, handled, n)
 	if w.key, err = c.ep.Expose(buf); err != nil {
 		return nil, opErr(op, c.rank, ErrInvalidArgs, "expose: %v", err)
 	}
