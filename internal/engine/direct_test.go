@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/narma-rma/narma/internal/transport"
@@ -165,5 +166,48 @@ func TestDirectTakeStopsAtCount(t *testing.T) {
 		if err := drain.Free(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestDirectTakeBehindClaimedSlot: a notice a request's poll takes from
+// the transport does not overtake older notices of its source still in
+// the inbox, behind a position another producer claimed and has not yet
+// filled: it goes into the inbox behind them.
+func TestDirectTakeBehindClaimedSlot(t *testing.T) {
+	w, _ := racingWin(t)
+	r, err := w.NotifyInit(AnySource, AnyTag, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Uint64
+	pos, ok := w.inbox.r.tryClaim(&seen) // rank 2 claimed, not filled
+	if !ok {
+		t.Fatal("claim failed")
+	}
+	w.inbox.push(1, 1) // rank 1's older notice, behind the claim
+	w.directReq = r
+	done := w.takeNotice(1, w.key, transport.TagNotice(transport.NoticeTag, 2))
+	w.directReq = nil
+	if done || r.matched != 0 {
+		t.Fatalf("the polled notice matched (done %v, matched %d) ahead of an older one", done, r.matched)
+	}
+	w.inbox.r.fill(pos, 2, 9, true)
+	var got []Status
+	for range 3 {
+		st, done, err := r.Test()
+		if err != nil || !done {
+			t.Fatalf("Test: %v, done %v", err, done)
+		}
+		got = append(got, st)
+		if err := r.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []Status{{Source: 2, Tag: 9}, {Source: 1, Tag: 1}, {Source: 1, Tag: 2}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("matched %v, want %v", got, want)
 	}
 }

@@ -106,15 +106,31 @@ func (b *inbox) attach(r *inboxRing, handled []atomic.Uint64, ranks int) {
 // push appends a notice, from a handler in the owner's process, and
 // counts it as placed for its source.
 func (b *inbox) push(src, tag int32) {
-	if b.r.over.Load() == 0 && b.r.tryPush(src, tag, &b.seen, true) {
-		b.placed(src)
-		return
+	if b.r.over.Load() == 0 {
+		if pos, ok := b.r.tryClaim(&b.seen); ok {
+			if b.r.over.Load() == 0 {
+				b.r.fill(pos, src, tag, true)
+				b.placed(src)
+				return
+			}
+			// The overflow was set between the first look and the
+			// claim: the owner may be taking it with the ring empty
+			// but for this position, and a notice here would come out
+			// after later ones of its source there. Go there too.
+			b.r.fill(pos, voidSrc, 0, true)
+		}
 	}
 	b.mu.Lock()
 	b.r.over.Store(1)
 	b.buf = append(b.buf, noticeEntry{src, tag})
 	b.mu.Unlock()
 	b.placed(src)
+}
+
+// empty reports whether the ring holds nothing, published or claimed,
+// and nothing is in the overflow; the owner only.
+func (b *inbox) empty() bool {
+	return b.r.over.Load() == 0 && b.deq == b.r.enq.Load()
 }
 
 // placed counts a notice of src that a handler placed (in the ring, the

@@ -146,6 +146,13 @@ func (w *Win) takeNotice(src int, key transport.Key, n transport.Notice) (done b
 	}
 	src = w.c.commRank(src)
 	w.inbox.drainFor(&w.mq, r)
+	if !w.inbox.empty() {
+		// The drain stopped at the request's count or at a position a
+		// producer claimed and has not filled: older notices of this
+		// source may be behind it. This one goes behind them.
+		w.inbox.push(int32(src), n.Tag())
+		return r.matched == r.count
+	}
 	w.inbox.placed(int32(src))
 	if r.matched < r.count && (r.src == AnySource || r.src == int32(src)) && (r.tag == AnyTag || r.tag == n.Tag()) {
 		r.matched++
@@ -697,6 +704,12 @@ func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notic
 		// the slot's go out together, not one after the other around
 		// the claim's locked instruction (a full barrier).
 		pos, ok := m.inbox.tryClaim(&m.seen)
+		if ok && m.inbox.over.Load() != 0 {
+			// Set since the look above (see inbox.push): give the
+			// position up and follow the overflow.
+			m.inbox.fill(pos, voidSrc, 0, false)
+			ok = false
+		}
 		if !ok {
 			m.sent++ // the ring is full: the notice travels with the data
 			return n, direct{}
@@ -772,7 +785,12 @@ func (w *Win) pushDirect(t int, n transport.Notice, d direct) error {
 	m := &w.maps[t]
 	pos, ok := d.pos, d.claimed
 	if !ok {
-		if pos, ok = m.inbox.tryClaim(&m.seen); !ok {
+		pos, ok = m.inbox.tryClaim(&m.seen)
+		if ok && m.inbox.over.Load() != 0 {
+			m.inbox.fill(pos, voidSrc, 0, false) // as in splitDirect
+			ok = false
+		}
+		if !ok {
 			m.sent++
 			return w.targets[t].region.Put(0, nil, n, nil)
 		}

@@ -122,17 +122,7 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	if done || err != nil {
 		return st, err
 	}
-	// A notification request on a window whose origins may put notices
-	// straight into its inbox (pushDirect) looks at the inbox alone,
-	// which costs two loads, between full tests, which poll the
-	// transport too: the arrival is seen sooner.
-	quick, looks := r.kind == reqNotify && r.win != nil && r.win.maps != nil, 0
 	werr := r.c.waitPolling(ctx, r.kind == reqNotify, func() bool {
-		if quick && looks < quickLooks && !r.win.inbox.pending() {
-			looks++
-			return false
-		}
-		looks = 0
 		st, done, err = r.test("Wait")
 		return done || err != nil
 	})
@@ -141,10 +131,6 @@ func (r *Request) Wait(ctx context.Context) (Status, error) {
 	}
 	return st, err
 }
-
-// quickLooks is how many looks at its inbox alone a notification
-// request's Wait makes between full tests (see Wait).
-const quickLooks = 8
 
 // Free releases the request. A receive that has not matched is cancelled.
 // Notices an active notification request has already matched are consumed

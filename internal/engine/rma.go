@@ -219,7 +219,9 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	if w.maps == nil {
 		return w.execOp(name, a, p, c)
 	}
-	n, d := w.splitDirect(a.Target, p.notice, len(a.Origin))
+	// A fetching operation's size is its result's (a fetch with NoOp
+	// has no operand).
+	n, d := w.splitDirect(a.Target, p.notice, max(len(a.Origin), len(a.Result)))
 	if !d.on {
 		return w.execOp(name, a, p, c)
 	}
