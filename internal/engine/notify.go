@@ -624,8 +624,8 @@ func (w *Win) WaitSignal(ctx context.Context, off int, cmp Cmp, v uint64) (uint6
 // release store or the atomic add orders its stores before the word's),
 // and so does the order of one origin's notices to one target: a notice
 // issued earlier is in the target's rings, where the target's next look
-// finds it, before the word changes. Tag notices, which the target
-// matches, still travel.
+// finds it, before the word changes. Tag notices take the same way into
+// the target's inbox (pushDirect).
 //
 // Only operations of at most directMax bytes do so. Measured between two
 // processes (narmabench pingpong, interleaved with notices through the
