@@ -106,19 +106,10 @@ func (b *inbox) attach(r *inboxRing, handled []atomic.Uint64, ranks int) {
 // push appends a notice, from a handler in the owner's process, and
 // counts it as placed for its source.
 func (b *inbox) push(src, tag int32) {
-	if b.r.over.Load() == 0 {
-		if pos, ok := b.r.tryClaim(&b.seen); ok {
-			if b.r.over.Load() == 0 {
-				b.r.fill(pos, src, tag, true)
-				b.placed(src)
-				return
-			}
-			// The overflow was set between the first look and the
-			// claim: the owner may be taking it with the ring empty
-			// but for this position, and a notice here would come out
-			// after later ones of its source there. Go there too.
-			b.r.fill(pos, voidSrc, 0, true)
-		}
+	if pos, ok := b.r.claimInOrder(&b.seen); ok {
+		b.r.fill(pos, src, tag, true)
+		b.placed(src)
+		return
 	}
 	b.mu.Lock()
 	b.r.over.Store(1)
@@ -142,15 +133,21 @@ func (b *inbox) placed(src int32) {
 	}
 }
 
-// tryPush puts a notice in the ring; it reports false if the ring is
-// full. seen is the producer's copy of the owner's take counter, as it
-// last read it; fenced says how to publish (inboxSlot.publish).
-func (r *inboxRing) tryPush(src, tag int32, seen *atomic.Uint64, fenced bool) bool {
-	pos, ok := r.tryClaim(seen)
-	if ok {
-		r.fill(pos, src, tag, fenced)
+// claimInOrder claims a position as tryClaim does, unless the overflow is
+// set, before the claim or once it is made: the owner may then be taking
+// the overflow with the ring empty but for this position, and a notice
+// here would come out after later ones of its source there. A position
+// claimed in vain is filled with a void notice. It reports false if the
+// notice must go where the overflow's go.
+func (r *inboxRing) claimInOrder(seen *atomic.Uint64) (pos uint64, ok bool) {
+	if r.over.Load() != 0 {
+		return 0, false
 	}
-	return ok
+	if pos, ok = r.tryClaim(seen); ok && r.over.Load() != 0 {
+		r.fill(pos, voidSrc, 0, false)
+		return 0, false
+	}
+	return pos, ok
 }
 
 // tryClaim takes the ring's next position for the caller, which must then

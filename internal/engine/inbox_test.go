@@ -16,6 +16,16 @@ func newTestInbox() *inbox {
 	return b
 }
 
+// tryPush puts a notice in r as a producer does, claim then fill; it
+// reports false if the ring is full.
+func (r *inboxRing) tryPush(src, tag int32, seen *atomic.Uint64, fenced bool) bool {
+	pos, ok := r.tryClaim(seen)
+	if ok {
+		r.fill(pos, src, tag, fenced)
+	}
+	return ok
+}
+
 // takeAll returns the inbox's waiting notices in the order take gives.
 func takeAll(b *inbox) []noticeEntry {
 	var got []noticeEntry

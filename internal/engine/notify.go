@@ -703,13 +703,7 @@ func (w *Win) splitDirect(t int, n transport.Notice, bytes int) (transport.Notic
 		// Claimed before the data moves, so that the data's stores and
 		// the slot's go out together, not one after the other around
 		// the claim's locked instruction (a full barrier).
-		pos, ok := m.inbox.tryClaim(&m.seen)
-		if ok && m.inbox.over.Load() != 0 {
-			// Set since the look above (see inbox.push): give the
-			// position up and follow the overflow.
-			m.inbox.fill(pos, voidSrc, 0, false)
-			ok = false
-		}
+		pos, ok := m.inbox.claimInOrder(&m.seen)
 		if !ok {
 			m.sent++ // the ring is full: the notice travels with the data
 			return n, direct{}
@@ -785,12 +779,7 @@ func (w *Win) pushDirect(t int, n transport.Notice, d direct) error {
 	m := &w.maps[t]
 	pos, ok := d.pos, d.claimed
 	if !ok {
-		pos, ok = m.inbox.tryClaim(&m.seen)
-		if ok && m.inbox.over.Load() != 0 {
-			m.inbox.fill(pos, voidSrc, 0, false) // as in splitDirect
-			ok = false
-		}
-		if !ok {
+		if pos, ok = m.inbox.claimInOrder(&m.seen); !ok {
 			m.sent++
 			return w.targets[t].region.Put(0, nil, n, nil)
 		}
