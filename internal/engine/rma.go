@@ -221,7 +221,8 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	}
 	// A fetching operation's size is its result's (a fetch with NoOp
 	// has no operand).
-	n, d := w.splitDirect(a.Target, p.notice, max(len(a.Origin), len(a.Result)))
+	var d direct
+	n := w.splitDirect(a.Target, p.notice, max(len(a.Origin), len(a.Result)), &d)
 	if !d.on {
 		return w.execOp(name, a, p, c)
 	}
@@ -382,7 +383,8 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 	if a.Disp < 0 || hi != 0 || off > uint64(size) || int(off)+len(a.Origin) > size {
 		return false, nil
 	}
-	n, d := a.Notice, direct{}
+	n := a.Notice
+	var d direct
 	if signal {
 		// Set directly; the displacement is in the target's units.
 		if d.word = w.mappedSignal(t, n.Op(), n.Offset(), uint64(unit)); d.word == nil {
@@ -390,7 +392,7 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		}
 		n, d.on = transport.Notice{}, true
 	} else if w.maps != nil {
-		n, d = w.splitDirect(t, n, len(a.Origin)) // a tag or counter this rank applies itself
+		n = w.splitDirect(t, n, len(a.Origin), &d) // a tag or counter this rank applies itself
 	}
 	if fence {
 		w.fenceUsed = true // only now that every check passed
