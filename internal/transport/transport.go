@@ -477,7 +477,8 @@ type Poller interface {
 // itself, where the target's memory is mapped, instead of sending a
 // notice. WakeRank makes rank's waiters look again, as an arrival would
 // (it rings the doorbell a Sleeper's waiters sleep on); it costs a load
-// unless one sleeps. The caller makes its change, a plain store if it
+// unless one sleeps. It need not wake the transport's background
+// delivery: the change is nothing that delivery takes. The caller makes its change, a plain store if it
 // likes, before it calls WakeRank, which orders the caller's stores
 // before its look at rank's sleepers, so that a waiter registering to
 // sleep either sees the change or is woken.

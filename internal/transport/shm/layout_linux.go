@@ -50,12 +50,18 @@ type header struct {
 	_     [lineSize - 4]byte
 
 	// bell is the futex word the endpoint's progress goroutine and its
-	// waiters (Sleep) sleep on; producers, wakers and a peer's WakeRank
-	// bump it and wake them when sleepers, a count of the sleepers and of
-	// the waiters between Prepare and Sleep, is not zero.
+	// waiters (Sleep) sleep on; producers and wakers bump it and wake
+	// them when sleepers, a count of the sleepers and of the waiters
+	// between Prepare and Sleep, is not zero. A peer's WakeRank does so
+	// only when waiters, the count of those waiters alone, is not zero:
+	// what it announces (a notice or a word the peer updated in place)
+	// is nothing the progress goroutine takes, and waking it would cost
+	// the peer a system call, and this endpoint a wake-up and a global
+	// barrier, for every such update while the owner computes.
 	bell     atomic.Uint32
 	sleepers atomic.Uint32
-	_        [lineSize - 8]byte
+	waiters  atomic.Uint32
+	_        [lineSize - 12]byte
 
 	// enq is the notice ring's next free position.
 	enq atomic.Uint64

@@ -39,11 +39,11 @@ func (e *Endpoint) ring(t *ctl) {
 }
 
 // WakeRank wakes rank's waiters that sleep on its doorbell, if any
-// (transport.Waker); a bad rank is ignored. The caller's stores before it
-// are visible to a waiter that registers to sleep, before its last look:
-// by the waiter's global barrier (membarrier) where rank's waiters run
-// one, else by a full barrier here, between them and the look at the
-// sleepers.
+// (transport.Waker), and not its progress goroutine alone (header.waiters);
+// a bad rank is ignored. The caller's stores before it are visible to a
+// waiter that registers to sleep, before its last look: by the waiter's
+// global barrier (membarrier) where rank's waiters run one, else by a
+// full barrier here, between them and the look at the waiters.
 func (e *Endpoint) WakeRank(rank int) {
 	if uint(rank) >= uint(len(e.peers)) || e.peers[rank] == nil {
 		return
@@ -53,7 +53,10 @@ func (e *Endpoint) WakeRank(rank int) {
 		var fence atomic.Uint32
 		fence.Add(1) // a locked instruction: a full barrier
 	}
-	e.ring(t)
+	if t.hdr.waiters.Load() != 0 {
+		t.hdr.bell.Add(1)
+		sys.FutexWake(&t.hdr.bell)
+	}
 }
 
 // notify queues notice n about the region whose key is the word key at

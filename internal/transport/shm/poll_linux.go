@@ -135,6 +135,7 @@ func (e *Endpoint) Park() {
 func (e *Endpoint) Prepare() uint32 {
 	hdr := e.own.hdr
 	hdr.sleepers.Add(1)
+	hdr.waiters.Add(1)
 	t := hdr.bell.Load()
 	// The barrier comes after the ticket: a producer that rang before
 	// the ticket was taken may still hold its notice in its store
@@ -155,11 +156,15 @@ func (e *Endpoint) Sleep(ticket uint32, d time.Duration) {
 	if !e.pendingRacy() && !e.closed.Load() {
 		sys.FutexWait(&hdr.bell, ticket, d)
 	}
-	hdr.sleepers.Add(^uint32(0))
+	e.Cancel()
 }
 
 // Cancel ends the registration of Prepare (transport.Sleeper).
-func (e *Endpoint) Cancel() { e.own.hdr.sleepers.Add(^uint32(0)) }
+func (e *Endpoint) Cancel() {
+	hdr := e.own.hdr
+	hdr.waiters.Add(^uint32(0))
+	hdr.sleepers.Add(^uint32(0))
+}
 
 // Wake rings the endpoint's own doorbell (transport.Sleeper): every
 // goroutine that registered before it, asleep or about to sleep, looks
