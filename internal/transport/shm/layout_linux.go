@@ -19,7 +19,7 @@ import (
 const (
 	lineSize  = 64
 	hdrSize   = 4096
-	magic     = 0x616d72616e_0009 // "narma", layout version 9
+	magic     = 0x616d72616e_000a // "narma", layout version 10 (9: no header.waiters)
 	maxExpose = 4096              // regions exposed at once per endpoint
 	keyIdxBit = 12                // key = generation<<keyIdxBit | table index
 )
