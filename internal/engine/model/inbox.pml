@@ -66,9 +66,11 @@
  *                         locked instruction before its look at the
  *                         waiters, and the owner runs no barrier
  *   SYNC_HANDLERS         the handler of a notice sent through the
- *                         transport runs on its origin's thread, at once
- *                         (ranks as goroutines of one process): handlers
- *                         of different origins run concurrently
+ *                         transport runs on its origin's thread, at once:
+ *                         handlers of different origins run concurrently
+ *                         (with NO_DIRECT: ranks as goroutines of one
+ *                         process, whose transport is no Waker)
+ *   NO_DIRECT             origins never go straight to the ring
  *   LIVE                  check the LTL property all_taken under weak
  *                         fairness instead of running Final
  */
@@ -276,7 +278,9 @@ proctype Origin(byte me) {
 	for (k : 0 .. K - 1) {
 		/* splitDirect: straight into the ring (ok), or through the transport */
 		ok = 0;
-#ifndef OVER_FIRST
+#if defined(NO_DIRECT)
+		skip;
+#elif !defined(OVER_FIRST)
 		if
 #ifndef BUG_NO_SENT_CHECK
 		:: sent[me] != handled[me] -> skip
@@ -287,7 +291,7 @@ proctype Origin(byte me) {
 			:: else -> skip; claimInOrder(oseen[me], rdeq, me, pos, ok, 0)
 			fi
 		fi;
-#else
+#else /* OVER_FIRST */
 		if
 		:: over -> skip
 		:: else ->
