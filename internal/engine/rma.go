@@ -229,10 +229,10 @@ func (w *Win) exec(name string, a *Access, p *plan, c *transport.Completion) err
 	q := *p
 	q.notice = n
 	if err := w.execOp(name, a, &q, c); err != nil {
-		w.dropDirect(a.Target, d)
+		w.dropDirect(a.Target, &d)
 		return err
 	}
-	return w.transportErr(name, a.Target, p.off, w.applyDirect(a.Target, p.notice, d))
+	return w.transportErr(name, a.Target, p.off, w.applyDirect(a.Target, p.notice, &d))
 }
 
 // execOp is exec with every notice sent through the transport.
@@ -403,11 +403,11 @@ func (w *Win) fastPath(a *Access) (done bool, err error) {
 		err = w.targets[t].region.Get(int(off), a.Origin, n, nil)
 	}
 	if err != nil {
-		w.dropDirect(t, d)
+		w.dropDirect(t, &d)
 		return true, w.transportErr(a.name(), t, int(off), err)
 	}
 	if d.on {
-		return true, w.transportErr(a.name(), t, int(off), w.applyDirect(t, a.Notice, d))
+		return true, w.transportErr(a.name(), t, int(off), w.applyDirect(t, a.Notice, &d))
 	}
 	return true, nil
 }
