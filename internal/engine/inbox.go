@@ -108,13 +108,12 @@ func (b *inbox) attach(r *inboxRing, handled []atomic.Uint64, ranks int) {
 func (b *inbox) push(src, tag int32) {
 	if pos, ok := b.r.claimInOrder(&b.seen); ok {
 		b.r.fill(pos, src, tag, true)
-		b.placed(src)
-		return
+	} else {
+		b.mu.Lock()
+		b.r.over.Store(1)
+		b.buf = append(b.buf, noticeEntry{src, tag})
+		b.mu.Unlock()
 	}
-	b.mu.Lock()
-	b.r.over.Store(1)
-	b.buf = append(b.buf, noticeEntry{src, tag})
-	b.mu.Unlock()
 	b.placed(src)
 }
 
@@ -134,11 +133,15 @@ func (b *inbox) placed(src int32) {
 }
 
 // claimInOrder claims a position as tryClaim does, unless the overflow is
-// set, before the claim or once it is made: the owner may then be taking
-// the overflow with the ring empty but for this position, and a notice
-// here would come out after later ones of its source there. A position
-// claimed in vain is filled with a void notice. It reports false if the
-// notice must go where the overflow's go.
+// set: a notice in the ring would come out before older ones of its
+// source in the overflow. It looks at the flag again once the claim is
+// made, and fills a position claimed in vain with a void notice. The
+// model (model/inbox.pml, NO_OVER_RECHECK) shows that second look
+// unneeded as long as handlers set the flag before they count a notice
+// placed and handle one origin's notices one at a time; it costs a load
+// of a line everyone only reads, and keeps the order should either stop
+// holding. It reports false if the notice must go where the overflow's
+// go.
 func (r *inboxRing) claimInOrder(seen *atomic.Uint64) (pos uint64, ok bool) {
 	if r.over.Load() != 0 {
 		return 0, false
@@ -189,11 +192,6 @@ const voidSrc = -1
 // pending reports whether a notice waits; the owner only.
 func (b *inbox) pending() bool {
 	return b.r.over.Load() != 0 || b.r.slot[b.deq%inboxSlots].loadSeq() == b.deq+1
-}
-
-// take calls f for every waiting notice, in arrival order; the owner only.
-func (b *inbox) take(f func(noticeEntry)) {
-	b.takeUntil(func(e noticeEntry) bool { f(e); return false })
 }
 
 // takeUntil calls f for the waiting notices, in arrival order, and stops

@@ -226,3 +226,8 @@ func TestInboxFullClaim(t *testing.T) {
 		t.Fatalf("took %d notices, first %v, last %v", len(got), got[0], got[len(got)-1])
 	}
 }
+
+// take calls f for every waiting notice, in arrival order; the owner only.
+func (b *inbox) take(f func(noticeEntry)) {
+	b.takeUntil(func(e noticeEntry) bool { f(e); return false })
+}
